@@ -1,0 +1,109 @@
+//! Command-line interface: one file per subcommand. Each subcommand turns its arguments into
+//! library calls and returns a [`Report`] (or prints one) and an exit code.
+//!
+//! Exit codes: 0 success; 1 the command ran but its check failed (a `zoneinfo` mismatch, a fit
+//! that did not converge), like `diff`; 2 bad input or another error (message on stderr).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use pcpmodel::report::{Format, Report};
+
+mod data;
+mod detect;
+mod kernel;
+mod machines;
+mod zoneinfo;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum FormatArg {
+    /// Aligned tables with units, for people.
+    #[default]
+    Table,
+    /// One JSON document, for notebooks and scripts.
+    Json,
+    /// The primary table as CSV.
+    Csv,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+        }
+    }
+}
+
+const AFTER_HELP: &str = "\
+Machines are named by a built-in name (see `pcpmodel machines`) or a path to a TOML file of the
+same schema (see `pcpmodel machine show icelake-server --format json`).
+
+Exit status: 0 success; 1 a check failed (zoneinfo mismatch, fit did not converge); 2 error.
+
+Examples:
+  pcpmodel machines
+  pcpmodel kernel --machine icelake-server --kernel 5.18
+  pcpmodel zoneinfo                      # check this host's /proc/zoneinfo against the formulas
+  pcpmodel detect --format json > host.json";
+
+/// Analytic model of the Linux page allocator's per-CPU page lists (PCP).
+#[derive(Debug, Parser)]
+#[command(name = "pcpmodel", version, about, long_about = None, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Output format: table (people), json or csv (notebooks, scripts).
+    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the built-in machines.
+    Machines(machines::ListArgs),
+    /// Show one machine (built-in name or TOML path) with the provenance of every value.
+    Machine(machines::MachineArgs),
+    /// What the kernel configures on a machine: every zone's watermarks, batch and high.
+    Kernel(kernel::Args),
+    /// Check a /proc/zoneinfo against the kernel's formulas (exit 1 on any mismatch).
+    Zoneinfo(zoneinfo::Args),
+    /// Describe the running host (or a fake sysfs/proc tree) as a machine.
+    Detect(detect::Args),
+    /// List or show the measured tables transcribed from the seed threads.
+    Data(data::Args),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let format: Format = cli.format.into();
+    match cli.command {
+        Command::Machines(a) => machines::list(a, format),
+        Command::Machine(a) => machines::show(a, format),
+        Command::Kernel(a) => kernel::run(a, format),
+        Command::Zoneinfo(a) => zoneinfo::run(a, format),
+        Command::Detect(a) => detect::run(a, format),
+        Command::Data(a) => data::run(a, format),
+    }
+}
+
+/// Prints a report to stdout and returns success.
+pub fn emit(report: &Report, format: Format) -> anyhow::Result<ExitCode> {
+    print_report(report, format);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a report to stdout.
+pub fn print_report(report: &Report, format: Format) {
+    use std::io::Write;
+    let text = report.render(format);
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`pcpmodel ... | head`) ends quietly.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}

@@ -1,0 +1,1 @@
+//! Host detection from sysfs and /proc.

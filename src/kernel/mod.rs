@@ -1,0 +1,1 @@
+//! The kernel's own PCP and watermark formulas, by version range.

@@ -1,0 +1,20 @@
+//! # pcpmodel
+//!
+//! An analytic, cache-hierarchy-aware performance model of the Linux page allocator's per-CPU
+//! page lists (PCP). See the README for the command-line tool.
+//!
+//! The flow of a question: a [`machine::Machine`] and a kernel version go through the kernel's own
+//! formulas ([`kernel`]) to a PCP configuration (batch, high, high_min/high_max); workload and
+//! configuration go through the cost models in [`model`] to an estimate with a breakdown by term.
+
+pub mod data;
+pub mod detect;
+pub mod error;
+pub mod kernel;
+pub mod machine;
+pub mod provenance;
+pub mod report;
+
+pub use error::{Error, Result};
+pub use machine::Machine;
+pub use provenance::Sourced;
