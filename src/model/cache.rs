@@ -1,0 +1,524 @@
+//! Cache-hierarchy model: where a reused line is found, and what fetching it costs.
+//!
+//! # Question
+//! A page freed by the *consumer* CPU is later allocated and written by the *producer* CPU. Between
+//! the free and the reuse the consumer touched `D` other pages (the reuse distance, from
+//! [`crate::model::pcp`]). Where are the page's lines when the producer writes them, and what does
+//! each line cost?
+//!
+//! # Survival of a line in a set-associative cache
+//! A cache of capacity `C` pages with `W` ways has `S = C·64/W` sets per 4 KiB page of lines; page
+//! frames are spread over the sets by their physical address (and by the slice hash in an LLC). After
+//! `D` further distinct pages pass through, the number of newer lines that landed in our line's set is
+//! Binomial(`64·D`, `1/S_lines`) ≈ Poisson(λ = `W·D/C`). With LRU-like replacement the line survives
+//! while fewer than `W` newer lines share its set:
+//!
+//! ```text
+//!     s(D; C, W) = P[Poisson(W·D/C) ≤ W − 1]
+//! ```
+//!
+//! This is a smooth step centred just below `D = C` whose relative width is about `1/√W`: the
+//! smoothing comes from the associativity and address spread, not from a tuning knob. For `D`
+//! uniform on `[a, b)` the average has a closed form, because
+//! `∫₀^Λ P[Poisson(λ) ≤ W−1] dλ = E[min(N_Λ, W)]` with `N_Λ ~ Poisson(Λ)`:
+//!
+//! ```text
+//!     s̄(a, b) = (E[min(N_{kb}, W)] − E[min(N_{ka}, W)]) / (k (b − a)),   k = W / C
+//! ```
+//!
+//! which costs O(W) per evaluation (a full sweep of pcp->high stays cheap).
+//!
+//! # Levels and capacities
+//! - **private**: the line is still in the consumer core's private L2 (for SMT siblings: in the L2
+//!   they share). Capacity: the L2 minus the resident footprint of other data.
+//! - **LLC**: the line left the L2 but is still in the last-level cache the producer can reach. For a
+//!   *victim* (or non-inclusive, filled-by-eviction) LLC the lines enter the LLC when the L2 evicts
+//!   them, so the distinct capacity in front of DRAM is `L2 + LLC`; for an *inclusive* LLC every
+//!   line in an L2 is also in the LLC, so the capacity is the LLC alone.
+//! - **DRAM**: neither.
+//!
+//! `P(private) = s(D; C₂, W₂)`, `P(any cache) = max(P(private), s(D; C_total, W_llc))`,
+//! `P(LLC) = P(any cache) − P(private)`, `P(DRAM) = 1 − P(any cache)`.
+//!
+//! # Cost per line, by placement of producer and consumer
+//! | placement | private | LLC | DRAM |
+//! |---|---|---|---|
+//! | SMT siblings | L2 hit | LLC hit | local DRAM |
+//! | same LLC domain, inclusive LLC | LLC hit (the LLC holds a clean copy and serves it; the invalidation of the consumer's copy overlaps) | LLC hit | local DRAM |
+//! | same LLC domain, victim / non-inclusive LLC | core-to-core (the LLC has no copy: the owner core is snooped) | LLC hit | local DRAM |
+//! | different LLC domains | cross-domain c2c | cross-domain c2c (the line sits in the consumer's domain LLC) | local DRAM |
+//! | different sockets | cross-socket c2c | cross-socket c2c (remote LLC) | local DRAM (the page's home is the producer's node) |
+//!
+//! # Memory-level parallelism
+//! Writing a 4 KiB page is a stream of `64` line requests (RFOs) that the core overlaps: with `m`
+//! requests in flight (bounded by the L1D fill buffers; the L2 streamer prefetches ahead) the page
+//! costs `64 · latency / m`. `m` multiplies every memory term alike, so when the fixed cost per page
+//! is fitted, `m` only sets the physical reading of that fixed cost; it does not change the shape of a
+//! curve. The default (10 lines) is between the 10–12 fill buffers of Skylake and the 16 of Ice Lake.
+//!
+//! # Validity
+//! Single producer/consumer pair on an otherwise quiet machine; page data dominates what the
+//! consumer touches; replacement is LRU-like (Intel's adaptive LLC policies and AMD's are close
+//! enough for a smooth step); lines are written whole (RFO), so a private copy in the consumer's L2
+//! is clean (read-only there).
+//!
+//! # References
+//! Seed 004 (Aaron Lu, 2022-06): "core-2-core transfer latency is usually at ~50ns while llc load
+//! latency is ~20ns on server machine", "dram, which is usually 80+ns"; Huang Ying: "The size of the
+//! private L2 cache of SKL server is much larger than that of SKL client". Intel's description of the
+//! Skylake-SP non-inclusive LLC with a snoop filter (Intel Xeon Scalable platform brief, 2017).
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::machine::{Machine, Policy};
+
+/// Bytes in a base page.
+pub const PAGE_BYTES: f64 = 4096.0;
+
+/// Where producer and consumer run relative to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Two hardware threads of one core: they share the L1 and L2.
+    Smt,
+    /// Two cores sharing one LLC domain (a socket on Intel, a CCD on AMD Zen).
+    SameLlc,
+    /// Two cores of one socket in different LLC domains (AMD CCDs).
+    CrossLlc,
+    /// Two cores on different sockets.
+    CrossSocket,
+}
+
+impl Placement {
+    /// All placements, nearest first.
+    pub const ALL: [Placement; 4] = [
+        Placement::Smt,
+        Placement::SameLlc,
+        Placement::CrossLlc,
+        Placement::CrossSocket,
+    ];
+
+    /// The command-line spelling (`smt`, `same-llc`, `cross-llc`, `cross-socket`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Smt => "smt",
+            Placement::SameLlc => "same-llc",
+            Placement::CrossLlc => "cross-llc",
+            Placement::CrossSocket => "cross-socket",
+        }
+    }
+
+    /// Parses the command-line spelling.
+    pub fn parse(s: &str) -> Result<Placement> {
+        Placement::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| Error::Unknown {
+                kind: "placement",
+                name: s.to_string(),
+                hint: ": use smt, same-llc, cross-llc or cross-socket".to_string(),
+            })
+    }
+}
+
+/// The cache levels and per-line costs that matter for one producer/consumer placement on one
+/// machine. Capacities in 4 KiB pages, latencies in ns per line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hierarchy {
+    /// Placement this hierarchy was built for.
+    pub placement: Placement,
+    /// Private (consumer-side) cache capacity, pages: the L2 (shared by SMT siblings).
+    pub private_pages: f64,
+    /// Associativity of the private cache.
+    pub private_ways: f64,
+    /// Distinct capacity in front of DRAM, pages (L2 + LLC for a victim LLC, LLC if inclusive).
+    pub any_cache_pages: f64,
+    /// Associativity of the LLC.
+    pub llc_ways: f64,
+    /// LLC inclusion policy.
+    pub llc_policy: Policy,
+    /// Cost of a line found in the private level, ns.
+    pub private_ns: f64,
+    /// Cost of a line found in the LLC, ns.
+    pub llc_ns: f64,
+    /// Cost of a line fetched from DRAM, ns.
+    pub dram_ns: f64,
+    /// Transfer of a *modified* line between the producer and consumer cores, ns (what a lock
+    /// word or a list head costs when the other CPU wrote it last).
+    pub c2c_ns: f64,
+    /// Cache-line size, bytes.
+    pub line_bytes: f64,
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy of `machine` for `placement`. Fails when the machine cannot host the
+    /// placement (e.g. `cross-socket` on one socket, `smt` without SMT, `cross-llc` with one LLC
+    /// domain per socket).
+    pub fn from_machine(machine: &Machine, placement: Placement) -> Result<Hierarchy> {
+        let label = format!("machine {}", machine.name);
+        let l2 = machine
+            .caches
+            .iter()
+            .find(|c| c.level == 2)
+            .ok_or_else(|| Error::invalid(&label, "cache", "no level-2 cache"))?;
+        let llc = machine
+            .caches
+            .iter()
+            .filter(|c| c.kind != "instruction")
+            .max_by_key(|c| c.level)
+            .ok_or_else(|| Error::invalid(&label, "cache", "no cache levels"))?;
+        if llc.level <= 2 {
+            return Err(Error::invalid(&label, "cache", "no cache level beyond L2"));
+        }
+        let t = &machine.topology;
+        let lat = &machine.latency_ns;
+        let page_kib = PAGE_BYTES / 1024.0;
+        let l2_pages = l2.size_kib.value as f64 / page_kib;
+        let llc_pages = llc.size_kib.value as f64 / page_kib;
+        let policy = llc.policy.value;
+        let any = match policy {
+            Policy::Inclusive => llc_pages,
+            Policy::Victim | Policy::NonInclusive | Policy::Private => llc_pages + l2_pages,
+        };
+        let need = |o: &Option<crate::Sourced<f64>>, field: &str| -> Result<f64> {
+            o.as_ref().map(|s| s.value).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "placement {} needs latency_ns.{field}, which machine {} does not have",
+                    placement.as_str(),
+                    machine.name
+                ))
+            })
+        };
+        let (private_ns, llc_ns, c2c_ns) = match placement {
+            Placement::Smt => {
+                if t.threads_per_core.value < 2 {
+                    return Err(Error::Unsupported(format!(
+                        "placement smt needs SMT; machine {} has 1 thread per core",
+                        machine.name
+                    )));
+                }
+                (lat.l2_hit.value, lat.llc_hit.value, lat.c2c_smt.value)
+            }
+            Placement::SameLlc => {
+                let private = match policy {
+                    Policy::Inclusive => lat.llc_hit.value,
+                    _ => lat.c2c_same_llc.value,
+                };
+                (private, lat.llc_hit.value, lat.c2c_same_llc.value)
+            }
+            Placement::CrossLlc => {
+                if t.llc_domains_per_socket.value < 2 {
+                    return Err(Error::Unsupported(format!(
+                        "placement cross-llc needs several LLC domains per socket; machine {} has one",
+                        machine.name
+                    )));
+                }
+                let x = need(&lat.c2c_cross_llc, "c2c_cross_llc")?;
+                (x, x, x)
+            }
+            Placement::CrossSocket => {
+                if t.sockets.value < 2 {
+                    return Err(Error::Unsupported(format!(
+                        "placement cross-socket needs two sockets; machine {} has one",
+                        machine.name
+                    )));
+                }
+                let x = need(&lat.c2c_cross_socket, "c2c_cross_socket")?;
+                (x, x, x)
+            }
+        };
+        Ok(Hierarchy {
+            placement,
+            private_pages: l2_pages,
+            private_ways: l2.ways.value as f64,
+            any_cache_pages: any,
+            llc_ways: llc.ways.value as f64,
+            llc_policy: policy,
+            private_ns,
+            llc_ns,
+            dram_ns: lat.dram_local.value,
+            c2c_ns,
+            line_bytes: l2.line_bytes.value as f64,
+        })
+    }
+
+    /// Lines in a 4 KiB page.
+    pub fn lines_per_page(&self) -> f64 {
+        PAGE_BYTES / self.line_bytes
+    }
+}
+
+/// Reuse distance distribution: a mixture of uniform segments, in 4 KiB pages touched by the
+/// consumer between a page's free and its reuse by the producer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReuseDist {
+    /// `(weight, lo_pages, hi_pages)`; weights sum to 1; `lo <= hi`.
+    pub segments: Vec<(f64, f64, f64)>,
+}
+
+impl ReuseDist {
+    /// A single uniform segment on `[lo, hi)` pages (a point mass when `lo == hi`).
+    pub fn uniform(lo_pages: f64, hi_pages: f64) -> ReuseDist {
+        let (lo, hi) = if lo_pages <= hi_pages {
+            (lo_pages, hi_pages)
+        } else {
+            (hi_pages, lo_pages)
+        };
+        ReuseDist {
+            segments: vec![(1.0, lo.max(0.0), hi.max(0.0))],
+        }
+    }
+
+    /// Mean reuse distance, pages.
+    pub fn mean_pages(&self) -> f64 {
+        self.segments
+            .iter()
+            .map(|(w, lo, hi)| w * 0.5 * (lo + hi))
+            .sum()
+    }
+
+    /// Smallest and largest reuse distance, pages.
+    pub fn range_pages(&self) -> (f64, f64) {
+        let lo = self
+            .segments
+            .iter()
+            .map(|s| s.1)
+            .fold(f64::INFINITY, f64::min);
+        let hi = self.segments.iter().map(|s| s.2).fold(0.0, f64::max);
+        (lo, hi)
+    }
+
+    /// Shifts every distance by `extra_pages` (other data the consumer touches in between).
+    pub fn shifted(&self, extra_pages: f64) -> ReuseDist {
+        ReuseDist {
+            segments: self
+                .segments
+                .iter()
+                .map(|&(w, lo, hi)| (w, lo + extra_pages, hi + extra_pages))
+                .collect(),
+        }
+    }
+
+    /// Average survival probability over this distribution in a cache of `capacity_pages` with
+    /// `ways`.
+    pub fn survival(&self, capacity_pages: f64, ways: f64) -> f64 {
+        self.segments
+            .iter()
+            .map(|&(w, lo, hi)| w * survival_avg(lo, hi, capacity_pages, ways))
+            .sum()
+    }
+}
+
+/// `P[Poisson(λ) ≤ k]`, summed in a stable way (λ up to ~10⁴ is fine for k ≤ 64).
+pub fn poisson_cdf(k: u32, lambda: f64) -> f64 {
+    if lambda <= 0.0 {
+        return 1.0;
+    }
+    // Sum terms in log space from the mode downwards would be more careful; for k ≤ 64 and the
+    // λ we meet (≤ a few hundred) direct recursion on exp(-λ) underflows only where the CDF is ~0.
+    let mut term = (-lambda).exp();
+    if term == 0.0 {
+        // exp(-λ) underflowed: the CDF at k ≤ 64 is below 1e-300 unless λ is near k; use logs.
+        let mut s = 0.0;
+        let mut log_term = -lambda;
+        for j in 0..=k {
+            if j > 0 {
+                log_term += lambda.ln() - (j as f64).ln();
+            }
+            s += log_term.exp();
+        }
+        return s.min(1.0);
+    }
+    let mut s = term;
+    for j in 1..=k {
+        term *= lambda / j as f64;
+        s += term;
+    }
+    s.min(1.0)
+}
+
+/// `E[min(N, W)]` for `N ~ Poisson(λ)`: `Σ_{j=1..W} P[N ≥ j]`.
+fn expected_min_poisson(lambda: f64, ways: u32) -> f64 {
+    if lambda <= 0.0 {
+        return 0.0;
+    }
+    let mut term = (-lambda).exp();
+    let mut cdf = term; // P[N ≤ 0]
+    let mut s = 0.0;
+    for j in 1..=ways {
+        s += 1.0 - cdf; // P[N ≥ j] = 1 − P[N ≤ j−1]
+        term *= lambda / j as f64;
+        cdf += term;
+    }
+    s.max(0.0)
+}
+
+/// Survival of a line after `d_pages` further distinct pages in a cache of `capacity_pages` with
+/// `ways`: `P[Poisson(W·d/C) ≤ W − 1]`. Non-positive capacity means nothing survives.
+pub fn survival(d_pages: f64, capacity_pages: f64, ways: f64) -> f64 {
+    if capacity_pages <= 0.0 {
+        return 0.0;
+    }
+    let w = ways.round().max(1.0);
+    poisson_cdf(w as u32 - 1, w * d_pages.max(0.0) / capacity_pages)
+}
+
+/// Average of [`survival`] over `d` uniform on `[lo, hi)` pages (closed form, see module docs).
+pub fn survival_avg(lo: f64, hi: f64, capacity_pages: f64, ways: f64) -> f64 {
+    if capacity_pages <= 0.0 {
+        return 0.0;
+    }
+    let w = ways.round().max(1.0);
+    let k = w / capacity_pages;
+    let (lo, hi) = (lo.max(0.0), hi.max(0.0));
+    if hi - lo < 1e-9 {
+        return survival(lo, capacity_pages, ways);
+    }
+    // Large λ: both E[min] saturate at W and the difference underflows to ~0; guard exp(-λ) = 0.
+    let wi = w as u32;
+    let e = |lam: f64| {
+        if lam > w + 40.0 * w.sqrt() + 60.0 {
+            w
+        } else {
+            expected_min_poisson(lam, wi)
+        }
+    };
+    ((e(k * hi) - e(k * lo)) / (k * (hi - lo))).clamp(0.0, 1.0)
+}
+
+/// Probability of finding a reused line at each level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HitProbs {
+    /// In the consumer's private cache (or the L2 shared by SMT siblings).
+    pub private: f64,
+    /// In the LLC (and no longer in the private cache).
+    pub llc: f64,
+    /// In neither: fetched from DRAM.
+    pub dram: f64,
+}
+
+/// Expected memory cost of writing one reused page.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PageAccessCost {
+    /// Hit-level probabilities.
+    pub probs: HitProbs,
+    /// Expected cost per line, ns (before overlap).
+    pub ns_per_line: f64,
+    /// Share of the page cost from lines in the private level, ns per page.
+    pub private_ns: f64,
+    /// Share from lines in the LLC, ns per page.
+    pub llc_ns: f64,
+    /// Share from DRAM, ns per page.
+    pub dram_ns: f64,
+    /// Total, ns per page: `lines · Σ P·latency / mlp`.
+    pub total_ns: f64,
+}
+
+/// Hit-level probabilities for a reuse distribution, with `resident_pages` of other data occupying
+/// the caches (it reduces the capacity left for page data).
+pub fn hit_probs(h: &Hierarchy, reuse: &ReuseDist, resident_pages: f64) -> HitProbs {
+    let private = reuse.survival(h.private_pages - resident_pages, h.private_ways);
+    let any = reuse
+        .survival(h.any_cache_pages - resident_pages, h.llc_ways)
+        .max(private);
+    HitProbs {
+        private,
+        llc: (any - private).max(0.0),
+        dram: (1.0 - any).max(0.0),
+    }
+}
+
+/// Expected cost of writing one reused 4 KiB page with `mlp_lines` line requests in flight.
+pub fn page_access_cost(
+    h: &Hierarchy,
+    reuse: &ReuseDist,
+    resident_pages: f64,
+    mlp_lines: f64,
+) -> PageAccessCost {
+    let p = hit_probs(h, reuse, resident_pages);
+    let scale = h.lines_per_page() / mlp_lines.max(1.0);
+    let private_ns = scale * p.private * h.private_ns;
+    let llc_ns = scale * p.llc * h.llc_ns;
+    let dram_ns = scale * p.dram * h.dram_ns;
+    PageAccessCost {
+        probs: p,
+        ns_per_line: p.private * h.private_ns + p.llc * h.llc_ns + p.dram * h.dram_ns,
+        private_ns,
+        llc_ns,
+        dram_ns,
+        total_ns: private_ns + llc_ns + dram_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    #[test]
+    fn poisson_cdf_known_values() {
+        // P[Poisson(1) <= 0] = e^-1; P[Poisson(2) <= 2] = 5 e^-2.
+        assert_relative_eq!(poisson_cdf(0, 1.0), (-1.0f64).exp(), epsilon = 1e-12);
+        assert_relative_eq!(poisson_cdf(2, 2.0), 5.0 * (-2.0f64).exp(), epsilon = 1e-12);
+        assert_relative_eq!(poisson_cdf(11, 2000.0), 0.0, epsilon = 1e-12);
+    }
+
+    #[test]
+    fn survival_is_a_smooth_step_at_capacity() {
+        let c = 320.0;
+        assert!(survival(0.0, c, 20.0) > 0.999);
+        assert!(survival(0.5 * c, c, 20.0) > 0.99);
+        let mid = survival(c, c, 20.0);
+        assert!(mid > 0.35 && mid < 0.6, "{mid}");
+        assert!(survival(2.0 * c, c, 20.0) < 0.01);
+        // Fewer ways: a wider step.
+        assert!(survival(0.5 * c, c, 4.0) < survival(0.5 * c, c, 20.0));
+    }
+
+    #[test]
+    fn uniform_average_matches_numeric_integral() {
+        for &(lo, hi, c, w) in &[
+            (0.0, 112.0, 64.0, 4.0),
+            (257.0, 383.0, 320.0, 20.0),
+            (12290.0, 12542.0, 12608.0, 12.0),
+            (10.0, 10.0, 64.0, 4.0),
+        ] {
+            let n = 20000;
+            let num: f64 = if hi > lo {
+                (0..n)
+                    .map(|i| survival(lo + (hi - lo) * (i as f64 + 0.5) / n as f64, c, w))
+                    .sum::<f64>()
+                    / n as f64
+            } else {
+                survival(lo, c, w)
+            };
+            assert_relative_eq!(survival_avg(lo, hi, c, w), num, epsilon = 1e-6);
+        }
+    }
+
+    #[test]
+    fn probabilities_sum_to_one() {
+        let h = Hierarchy {
+            placement: Placement::SameLlc,
+            private_pages: 320.0,
+            private_ways: 20.0,
+            any_cache_pages: 12608.0,
+            llc_ways: 12.0,
+            llc_policy: Policy::Victim,
+            private_ns: 52.0,
+            llc_ns: 20.0,
+            dram_ns: 85.0,
+            c2c_ns: 52.0,
+            line_bytes: 64.0,
+        };
+        for d in [0.0, 300.0, 1000.0, 12000.0, 50000.0] {
+            let p = hit_probs(&h, &ReuseDist::uniform(d, d + 126.0), 0.0);
+            assert_relative_eq!(p.private + p.llc + p.dram, 1.0, epsilon = 1e-9);
+            assert!(p.private >= 0.0 && p.llc >= 0.0 && p.dram >= 0.0);
+        }
+        let c = page_access_cost(&h, &ReuseDist::uniform(0.0, 112.0), 0.0, 10.0);
+        // Short distances on a victim LLC: nearly every line from the other core, 64 lines / 10.
+        assert_relative_eq!(c.total_ns, 6.4 * 52.0, max_relative = 0.01);
+    }
+}

@@ -1,0 +1,297 @@
+//! PCP dynamics for page reuse: from the kernel's list discipline to the distribution of a page's
+//! reuse distance, and the zone->lock holds per page on the refill and drain paths.
+//!
+//! # The flow
+//! A *producer* CPU allocates pages of one order (netperf's sender fills skb page frags, order 3
+//! = 32 KiB) and a *consumer* CPU frees them (the receiver, after copying the data out). The two run at
+//! the same rate in steady state. Everything below is in base (4 KiB) pages, like `pcp->count` and
+//! `pcp->high`; a page of order `o` counts `u = 2^o`.
+//!
+//! # The kernel's discipline (mm/page_alloc.c)
+//! - Frees go to the **head** of the consumer's PCP list (`list_add`); `free_pcppages_bulk()` takes
+//!   the **oldest** pages from the tail (`list_last_entry`) and returns them to the buddy lists.
+//! - A drain happens when `pcp->count >= high` and frees `Δ` base pages in one zone->lock hold:
+//!   - ≤5.13: `Δ = batch` (`free_pcppages_bulk(zone, batch, pcp)`);
+//!   - 5.14–6.6, `nr_pcp_free()`: `Δ = clamp(batch << free_factor, batch, high − batch)`, where
+//!     `free_factor` grows by one per drain and is halved by every allocation on that CPU
+//!     (`rmqueue_pcplist`). A pure consumer never allocates, so it saturates: `Δ = high − batch`;
+//!   - 6.7+, `nr_pcp_free()`: `Δ = clamp(free_count, batch, high − batch)`, `free_count` capped at
+//!     `batch << CONFIG_PCP_BATCH_SCALE_MAX` and halved by allocations: a pure consumer drains
+//!     `min(batch << scale, high − batch)`; ≥6.19 splits that into chunks of `batch` per lock hold;
+//!   - `high < batch` (and `high = 0`, the bypass): one page per free (`nr_pcp_free` returns 1).
+//!   - With allocations on the consumer CPU (`consumer_allocs_per_free = a` allocations per freed
+//!     page) the factor is halved `a·Δ/u` times per drain cycle; from one halving per cycle on
+//!     (`a ≥ u/batch`) it is 0 at every drain (5.14–6.6: `Δ = batch`), and on 6.7+ `free_count`
+//!     settles near `2u/a`, so `Δ ≈ clamp(2u/a, batch, high − batch)`.
+//! - Buddy free lists are LIFO for our purpose (`__free_one_page` adds at the head;
+//!   `__rmqueue_smallest` takes the head), so the producer's `rmqueue_bulk()` refills take the most
+//!   recently drained pages first, `R` base pages per zone->lock hold (5.14+ `nr_pcp_alloc` /
+//!   `rmqueue_bulk`: `max(batch >> order, 2)` pages of order > 0; `batch << alloc_factor` order-0 pages
+//!   on 6.7+, bounded by `high − batch`).
+//!
+//! # Reuse distance
+//! Count time in base pages freed by the consumer. A page is drained when it is among the `Δ`
+//! oldest at a drain: its age then is `A = high − Δ + v`, `v` uniform on `[0, Δ)`. The drained set
+//! goes to the buddy list oldest first, so the youngest is on top and is reused first: the page of
+//! age `high − Δ + v` is reused `v` pages after the drain, at distance `D = high − Δ + 2v`. The
+//! producer pops in chunks of `R`, which matters when `Δ < R` (small high and bypass): then the
+//! chunk sets the spread. Altogether
+//!
+//! ```text
+//!     D ~ Uniform[ max(high − Δ, 0),  max(high − Δ, 0) + 2·max(Δ, R) )
+//! ```
+//!
+//! `high = 0` (bypass) gives `D ~ U[0, 2R)`: 0–112 pages (0–448 KiB) for order-3 frags with batch
+//! 63; this is why bypass still loses the page from a 256 KiB L2 but not from a 1.25 MiB one.
+//! Same-CPU alloc/free reuses the head of the list at once: `D ~ U[0, 2u)`.
+//!
+//! # Validity
+//! Steady state, equal rates, one flow per CPU pair, no memory pressure (`ZONE_BELOW_HIGH` and
+//! `ZONE_RECLAIM_ACTIVE` clear), `pcp->high` fixed (as in thread 004's experiment; 6.7+ auto-tuning
+//! is represented by the caller choosing the high the tuner settles at). `free_high` (5.18+) is
+//! treated as bypass when the caller says it fires.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::kernel::version::{Era, KernelVersion};
+use crate::model::cache::ReuseDist;
+
+/// A producer → consumer page flow through the PCP lists.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Flow {
+    /// Kernel version (decides the drain and refill rules).
+    #[serde(serialize_with = "ser_version")]
+    pub kernel: KernelVersion,
+    /// The consumer's pcp->high, base pages (0 = bypass).
+    pub high_pages: u32,
+    /// pcp->batch, base pages (63 on any zone above ~700 MiB).
+    pub batch_pages: u32,
+    /// Page order of the flow (3 for skb page frags).
+    pub order: u32,
+    /// CONFIG_PCP_BATCH_SCALE_MAX (6.7+; 5 by default).
+    pub scale_max: u32,
+    /// Allocations the consumer CPU makes per page it frees (0 for a pure consumer).
+    pub consumer_allocs_per_free: f64,
+    /// Whether `free_high` fires (5.18+: the consumer frees high-order pages without allocating),
+    /// which drains the whole list on every free: the PCP is bypassed whatever `high` is.
+    pub free_high: bool,
+    /// Producer and consumer are the same CPU.
+    pub same_cpu: bool,
+}
+
+fn ser_version<S: serde::Serializer>(v: &KernelVersion, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{}.{}", v.major, v.minor))
+}
+
+impl Flow {
+    /// Thread 004's netperf UDP flow on a given kernel with a fixed `high`: order-3 page frags,
+    /// batch 63, a pure consumer, `free_high` off (the experiment set `pcp->high` directly).
+    pub fn netperf_004(kernel: KernelVersion, high_pages: u32) -> Flow {
+        Flow {
+            kernel,
+            high_pages,
+            batch_pages: 63,
+            order: 3,
+            scale_max: 5,
+            consumer_allocs_per_free: 0.0,
+            free_high: false,
+            same_cpu: false,
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |field: &str, msg: &str| Err(Error::invalid("flow", field, msg));
+        if self.batch_pages == 0 {
+            return bad("batch_pages", "must be at least 1");
+        }
+        if self.order > 10 {
+            return bad("order", "must be 0..=10");
+        }
+        if self.scale_max > 6 {
+            return bad("scale_max", "CONFIG_PCP_BATCH_SCALE_MAX ranges 0..=6");
+        }
+        if !(self.consumer_allocs_per_free.is_finite() && self.consumer_allocs_per_free >= 0.0) {
+            return bad("consumer_allocs_per_free", "must be a finite number >= 0");
+        }
+        Ok(())
+    }
+}
+
+/// What the kernel's discipline does to a flow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dynamics {
+    /// Base pages returned to the buddy allocator per drain of the consumer's list (Δ).
+    pub drain_pages: f64,
+    /// Base pages moved per refill of the producer's list (R).
+    pub refill_pages: f64,
+    /// zone->lock holds per base page on the free (drain) path.
+    pub drain_holds_per_page: f64,
+    /// zone->lock holds per base page on the alloc (refill) path.
+    pub refill_holds_per_page: f64,
+    /// Reuse distance distribution, base pages touched by the consumer between free and reuse.
+    pub reuse: ReuseDist,
+    /// Which rule applied, in words.
+    pub regime: String,
+}
+
+/// Derives drain size, refill size, lock holds per page and the reuse distance of `flow`.
+pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
+    flow.check()?;
+    let u = f64::from(1u32 << flow.order);
+    let b = f64::from(flow.batch_pages);
+    let h = f64::from(flow.high_pages);
+    let era = flow.kernel.era();
+    let scaled_cap = f64::from(flow.batch_pages << flow.scale_max);
+
+    // Producer refill (rmqueue_bulk via nr_pcp_alloc / __rmqueue_pcplist), base pages.
+    let refill_pages = if flow.order > 0 {
+        let pages = if flow.batch_pages > 1 {
+            (flow.batch_pages >> flow.order).max(2)
+        } else {
+            1
+        };
+        f64::from(pages) * u
+    } else if era.auto_tunes_high() {
+        // alloc_factor grows to scale_max for a pure producer, bounded by high - batch.
+        scaled_cap.min((h - b).max(b)).max(1.0)
+    } else {
+        b
+    };
+
+    let a = flow.consumer_allocs_per_free;
+    let (drain_pages, regime) = if flow.same_cpu {
+        (u, "same CPU: freed pages are reused from the list head".to_string())
+    } else if flow.high_pages == 0 {
+        (u, "bypass: high = 0, every free goes to the buddy allocator".to_string())
+    } else if flow.free_high && flow.kernel.has_free_high() && flow.order > 0 && flow.order <= 3 {
+        (
+            u,
+            "free_high: high-order frees without allocation drain the list (bypass)".to_string(),
+        )
+    } else if h < b {
+        (u, "high < batch: nr_pcp_free() frees one page per free".to_string())
+    } else {
+        let hi_cap = (h - b).max(u);
+        match era {
+            Era::Legacy => (b, "<=5.13: drains of batch pages".to_string()),
+            Era::SplitHigh => {
+                if a * hi_cap / u >= 1.0 {
+                    (
+                        b.min(hi_cap),
+                        "5.14-6.6: consumer allocations reset free_factor: drains of batch".into(),
+                    )
+                } else {
+                    (
+                        hi_cap,
+                        "5.14-6.6: free_factor saturates (pure consumer): drains of high - batch"
+                            .into(),
+                    )
+                }
+            }
+            Era::AutoTune | Era::BatchedFree => {
+                let fc = if a > 0.0 {
+                    (2.0 * u / a).min(scaled_cap)
+                } else {
+                    scaled_cap
+                };
+                (
+                    fc.clamp(b, hi_cap.max(b)).min(hi_cap),
+                    format!(
+                        "6.7+: drains of clamp(free_count, batch, high - batch), free_count <= batch << {}",
+                        flow.scale_max
+                    ),
+                )
+            }
+        }
+    };
+    let drain_pages = drain_pages.max(u);
+    let holds_per_drain = if era == Era::BatchedFree {
+        (drain_pages / b).ceil().max(1.0)
+    } else {
+        1.0
+    };
+    let reuse = if flow.same_cpu {
+        ReuseDist::uniform(0.0, 2.0 * u)
+    } else {
+        let lo = (h - drain_pages).max(0.0);
+        ReuseDist::uniform(lo, lo + 2.0 * drain_pages.max(refill_pages))
+    };
+    Ok(Dynamics {
+        drain_pages,
+        refill_pages,
+        drain_holds_per_page: holds_per_drain / drain_pages,
+        refill_holds_per_page: 1.0 / refill_pages,
+        reuse,
+        regime,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    fn v518() -> KernelVersion {
+        KernelVersion::new(5, 18)
+    }
+
+    #[test]
+    fn bypass_reuse_spans_two_refills() {
+        let d = dynamics(&Flow::netperf_004(v518(), 0)).unwrap();
+        assert_relative_eq!(d.refill_pages, 56.0); // 7 order-3 pages
+        assert_relative_eq!(d.drain_pages, 8.0);
+        assert_eq!(d.reuse.range_pages(), (0.0, 112.0));
+        assert_relative_eq!(d.drain_holds_per_page, 1.0 / 8.0);
+    }
+
+    #[test]
+    fn pure_consumer_on_5_18_drains_high_minus_batch() {
+        let d = dynamics(&Flow::netperf_004(v518(), 320)).unwrap();
+        assert_relative_eq!(d.drain_pages, 257.0);
+        assert_eq!(d.reuse.range_pages(), (63.0, 577.0));
+        assert_relative_eq!(d.reuse.mean_pages(), 320.0);
+    }
+
+    #[test]
+    fn allocating_consumer_drains_batch() {
+        let mut f = Flow::netperf_004(v518(), 640);
+        f.consumer_allocs_per_free = 1.0;
+        let d = dynamics(&f).unwrap();
+        assert_relative_eq!(d.drain_pages, 63.0);
+        assert_eq!(d.reuse.range_pages(), (577.0, 703.0));
+    }
+
+    #[test]
+    fn scale_max_caps_drains_on_6_7_and_chunks_on_6_19() {
+        let mut f = Flow::netperf_004(KernelVersion::new(6, 7), 12416);
+        let d = dynamics(&f).unwrap();
+        assert_relative_eq!(d.drain_pages, 2016.0);
+        assert_relative_eq!(d.drain_holds_per_page, 1.0 / 2016.0);
+        f.scale_max = 0;
+        assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 63.0);
+        f.kernel = KernelVersion::new(6, 19);
+        f.scale_max = 5;
+        let d = dynamics(&f).unwrap();
+        assert_relative_eq!(d.drain_holds_per_page, 32.0 / 2016.0);
+    }
+
+    #[test]
+    fn free_high_is_a_bypass_from_5_18_only() {
+        let mut f = Flow::netperf_004(v518(), 421);
+        f.free_high = true;
+        assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 8.0);
+        f.kernel = KernelVersion::new(5, 17);
+        assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 358.0);
+    }
+
+    #[test]
+    fn bad_flow_is_an_error_not_a_panic() {
+        let mut f = Flow::netperf_004(v518(), 100);
+        f.batch_pages = 0;
+        assert!(dynamics(&f).is_err());
+        f.batch_pages = 63;
+        f.consumer_allocs_per_free = f64::NAN;
+        assert!(dynamics(&f).is_err());
+    }
+}
