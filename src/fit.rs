@@ -5,6 +5,34 @@
 //! a named target ([`TargetSpec`]) and a prediction `y = f(params, x)`. [`Dataset::from_csv_str`]
 //! maps the user's CSV onto the model by header name; [`fit`] returns a [`FitReport`].
 //!
+//! ```
+//! use pcpmodel::fit::{fit, Dataset, FitModel, FitOptions, InputSpec, ParamSpec, TargetSpec};
+//!
+//! /// Cost per page = fixed + per_batch / batch.
+//! struct Amortised;
+//! impl FitModel for Amortised {
+//!     fn name(&self) -> &str { "amortised" }
+//!     fn params(&self) -> Vec<ParamSpec> {
+//!         vec![
+//!             ParamSpec::new("fixed_ns", "ns", 10.0).with_bounds(0.0, f64::INFINITY),
+//!             ParamSpec::new("per_batch_ns", "ns", 100.0).with_bounds(0.0, f64::INFINITY),
+//!         ]
+//!     }
+//!     fn inputs(&self) -> Vec<InputSpec> { vec![InputSpec::new("batch_pages", "pages")] }
+//!     fn target(&self) -> TargetSpec { TargetSpec::new("ns_per_page", "ns") }
+//!     fn predict(&self, p: &[f64], x: &[f64]) -> pcpmodel::Result<f64> {
+//!         Ok(p[0] + p[1] / x[0])
+//!     }
+//! }
+//!
+//! let csv = "machine,batch_pages,ns_per_page\nicx,1,250\nicx,4,100\nicx,16,62.5\nicx,63,52.4\n";
+//! let data = Dataset::from_csv_str(csv, "example.csv", &Amortised)?;
+//! let report = fit(&Amortised, &data, &FitOptions::default())?;
+//! assert!(report.converged, "{}", report.termination);
+//! assert!((report.params[0].value - 50.0).abs() < 1.0);
+//! # Ok::<(), pcpmodel::Error>(())
+//! ```
+//!
 //! # Equations
 //! - Residuals, one per row `i` of `m` rows: absolute `r_i = f(p, x_i) - y_i`, or relative
 //!   `r_i = (f(p, x_i) - y_i) / |y_i|` (the default: measured times span decades, and the
@@ -514,6 +542,23 @@ pub enum Residual {
     Relative,
     /// `predicted - measured`, in the target's unit.
     Absolute,
+}
+
+impl std::str::FromStr for Residual {
+    type Err = Error;
+
+    /// Parses `relative` or `absolute` (for command-line options).
+    fn from_str(s: &str) -> Result<Residual> {
+        match s {
+            "relative" => Ok(Residual::Relative),
+            "absolute" => Ok(Residual::Absolute),
+            other => Err(Error::Unknown {
+                kind: "residual scaling",
+                name: other.to_string(),
+                hint: ": relative, absolute".to_string(),
+            }),
+        }
+    }
 }
 
 /// Options of a fit. `FitOptions::default()` is a sensible start.

@@ -476,6 +476,8 @@ fn relative_and_absolute_residuals_minimise_different_sums() {
     let s2: f64 = ys.iter().map(|y| 1.0 / (y * y)).sum();
     assert_relative_eq!(value(&rel, "c"), s1 / s2, max_relative = 1e-9);
     assert_eq!(rel.residual, Residual::Relative);
+    assert_eq!("absolute".parse::<Residual>().unwrap(), Residual::Absolute);
+    assert!("squared".parse::<Residual>().is_err());
     assert_relative_eq!(
         rel.ssr,
         ys.iter().map(|y| (s1 / s2 / y - 1.0).powi(2)).sum::<f64>(),
@@ -702,4 +704,85 @@ fn runaway_parameter_is_not_reported_as_converged() {
     let r = fit(&Runaway, &data, &absolute()).unwrap();
     assert!(!r.converged);
     assert!(r.termination.contains("ran away"), "{}", r.termination);
+}
+
+/// Roofline-like kink: y = max(a, b * x), not differentiable where a = b x.
+struct Kink;
+
+impl FitModel for Kink {
+    fn name(&self) -> &str {
+        "kink"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("a", "ns", 5.0).with_bounds(0.0, 1e3),
+            ParamSpec::new("b", "ns/page", 1.0).with_bounds(0.0, 1e3),
+        ]
+    }
+    fn inputs(&self) -> Vec<InputSpec> {
+        vec![InputSpec::new("x", "pages")]
+    }
+    fn target(&self) -> TargetSpec {
+        TargetSpec::new("y", "ns")
+    }
+    fn predict(&self, p: &[f64], x: &[f64]) -> Result<f64> {
+        Ok(p[0].max(p[1] * x[0]))
+    }
+}
+
+/// y = a * ln(x / b), an error (not a panic) for b <= 0; b is left unbounded on purpose.
+struct LogModel;
+
+impl FitModel for LogModel {
+    fn name(&self) -> &str {
+        "log"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("a", "ns", 1.0),
+            ParamSpec::new("b", "pages", 0.5),
+        ]
+    }
+    fn inputs(&self) -> Vec<InputSpec> {
+        vec![InputSpec::new("x", "pages")]
+    }
+    fn target(&self) -> TargetSpec {
+        TargetSpec::new("y", "ns")
+    }
+    fn predict(&self, p: &[f64], x: &[f64]) -> Result<f64> {
+        if p[1] <= 0.0 {
+            return Err(Error::Unsupported(format!("b = {} must be > 0", p[1])));
+        }
+        Ok(p[0] * (x[0] / p[1]).ln())
+    }
+}
+
+#[test]
+fn non_smooth_and_partly_undefined_models_still_fit() {
+    let xs = grid(16, 1.0, 40.0);
+    let r = fit(
+        &Kink,
+        &synth(&Kink, &[20.0, 2.0], &xs, 0.0, 10),
+        &absolute(),
+    )
+    .unwrap();
+    assert!(r.converged, "{}", r.termination);
+    assert_relative_eq!(value(&r, "a"), 20.0, max_relative = 1e-6);
+    assert_relative_eq!(value(&r, "b"), 2.0, max_relative = 1e-6);
+
+    // Steps into b <= 0 are rejected (the model's error becomes an infeasible point).
+    let xs = grid(12, 1.0, 100.0);
+    let data = synth(&LogModel, &[3.0, 0.02], &xs, 0.0, 11);
+    let r = fit(&LogModel, &data, &absolute()).unwrap();
+    assert!(r.converged, "{}", r.termination);
+    assert_relative_eq!(value(&r, "b"), 0.02, max_relative = 1e-6);
+    // Starting where the model is undefined is a report, naming the model's error.
+    let opts = FitOptions {
+        initial: vec![("b".into(), -1.0)],
+        starts: 1,
+        ..absolute()
+    };
+    let r = fit(&LogModel, &data, &opts).unwrap();
+    assert!(!r.converged);
+    assert!(r.termination.contains("must be > 0"), "{}", r.termination);
 }
