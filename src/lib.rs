@@ -10,10 +10,12 @@
 pub mod data;
 pub mod detect;
 pub mod error;
+pub mod fit;
 pub mod kernel;
 pub mod machine;
 pub mod provenance;
 pub mod report;
+pub mod stats;
 
 pub use error::{Error, Result};
 pub use machine::Machine;
