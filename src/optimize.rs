@@ -7,6 +7,8 @@
 //! log-spaced grid refined around each sample's optimum.
 
 use nalgebra::{DMatrix, DVector};
+
+pub use crate::stats::SplitMix64;
 use serde::Serialize;
 
 /// Result of an exhaustive sweep.
@@ -98,7 +100,7 @@ pub fn fast_argmax(hi: u32, points: usize, mut score: impl FnMut(u32) -> f64) ->
 pub fn sample_normal(mean: &[f64], cov: &DMatrix<f64>, n: usize, seed: u64) -> Vec<Vec<f64>> {
     let k = mean.len();
     let chol = nalgebra::linalg::Cholesky::new(cov.clone());
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     (0..n)
         .map(|_| match &chol {
             Some(c) => {
@@ -126,33 +128,6 @@ pub fn percentile(values: &[f64], pct: f64) -> Option<f64> {
     } else {
         v[i]
     })
-}
-
-/// A small seeded generator (SplitMix64) with Box–Muller normals: reproducible intervals
-/// without a dependency on `rand`.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform on (0, 1).
-    pub fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box–Muller).
-    pub fn normal(&mut self) -> f64 {
-        let (u1, u2) = (self.uniform(), self.uniform());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
 }
 
 #[cfg(test)]
