@@ -527,8 +527,15 @@ fn typical(vendor: &str) -> Typical {
 
 /// Reads sysfs and /proc under `root` (`/` for the running host) and describes what it finds.
 ///
-/// Missing files make fields [`Status::Missing`]; malformed files are an [`Error::Parse`].
+/// Missing files make fields [`Status::Missing`]; malformed files are an [`Error::Parse`]; a
+/// root that is not a directory is an [`Error::Io`].
 pub fn detect(root: &Path) -> Result<Detected> {
+    if !root.is_dir() {
+        return Err(Error::io(
+            root.display().to_string(),
+            std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        ));
+    }
     let cpu_dir = root.join("sys/devices/system/cpu");
     let node_dir = root.join("sys/devices/system/node");
     let shown = |p: &Path| {

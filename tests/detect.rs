@@ -392,7 +392,16 @@ fn cli_detect_host_and_csv() {
 }
 
 #[test]
-fn cli_detect_missing_root_still_answers() {
+fn cli_detect_nonexistent_root_is_an_error() {
+    pcpmodel()
+        .args(["detect", "--root", "/no/such/root/for/pcpmodel"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("/no/such/root/for/pcpmodel"));
+}
+
+#[test]
+fn cli_detect_empty_root_still_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
     // An empty tree: everything missing, a machine made entirely of assumptions.
     let out = pcpmodel()
