@@ -536,21 +536,101 @@ pub fn detect(root: &Path) -> Result<Detected> {
             std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         ));
     }
-    let cpu_dir = root.join("sys/devices/system/cpu");
-    let node_dir = root.join("sys/devices/system/node");
-    let shown = |p: &Path| {
-        p.strip_prefix(root)
-            .map(|r| format!("/{}", r.display()))
-            .unwrap_or_else(|_| p.display().to_string())
-    };
-
-    // --- CPU identity from /proc/cpuinfo.
     let cpuinfo = read_cpuinfo(&root.join("proc/cpuinfo"))?;
-    let info = cpuinfo.as_ref().map(|(m, _)| m.clone()).unwrap_or_default();
+    let processors = cpuinfo.as_ref().map(|(_, n)| *n);
+    let info = cpuinfo.map(|(m, _)| m).unwrap_or_default();
+    let (cpu_model, vendor, microarchitecture) = detect_identity(&info);
+    let (cpu_dirs, cpus) = detect_cpus(&root.join("sys/devices/system/cpu"), processors)?;
+    let (sockets, mut cores_per_socket, mut threads_per_core) = detect_topology(&cpu_dirs)?;
+    let mut caches = detect_caches(&cpu_dirs)?;
+
+    // SMT from the L1 when topology is missing.
+    if threads_per_core.value.is_none() {
+        if let Some(n) = caches
+            .iter()
+            .find(|c| c.level == 1)
+            .and_then(|c| c.shared_cpus.value)
+        {
+            threads_per_core =
+                Field::derived(n, "CPUs sharing one L1 (cpuN/cache/index0/shared_cpu_list)");
+        }
+    }
+    if cores_per_socket.value.is_none() {
+        if let (Some(c), Some(s), Some(t)) = (cpus.value, sockets.value, threads_per_core.value) {
+            if s > 0 && t > 0 {
+                cores_per_socket = Field::derived(c / s / t, "CPUs / sockets / threads per core");
+            }
+        }
+    }
+
+    let tpc = threads_per_core.value.unwrap_or(1).max(1);
+    let llc_domains_per_socket = classify_caches(&mut caches, tpc, sockets.value);
+    let MemoryFields {
+        numa_nodes,
+        node_mib,
+        mem_total_mib,
+        below_4g_mib,
+        reserved_mib_per_node,
+    } = detect_memory(root)?;
+    let (base_ghz, max_ghz) = detect_clocks(&cpu_dirs, &info)?;
+    let latency_ns = [
+        "l2_hit",
+        "llc_hit",
+        "c2c_smt",
+        "c2c_same_llc",
+        "c2c_cross_llc",
+        "c2c_cross_socket",
+        "dram_local",
+        "dram_remote",
+    ]
+    .iter()
+    .map(|n| {
+        (
+            n.to_string(),
+            Field::missing("latencies are not in sysfs or /proc: measure them (core-to-core-latency, Intel MLC, lmbench)"),
+        )
+    })
+    .collect();
+
+    Ok(Detected {
+        root: root.display().to_string(),
+        cpu_model,
+        vendor,
+        microarchitecture,
+        cpus,
+        sockets,
+        cores_per_socket,
+        threads_per_core,
+        numa_nodes,
+        llc_domains_per_socket,
+        node_mib,
+        mem_total_mib,
+        below_4g_mib,
+        reserved_mib_per_node,
+        caches,
+        base_ghz,
+        max_ghz,
+        latency_ns,
+    })
+}
+
+/// Online CPUs: id and sysfs directory.
+type CpuDirs = Vec<(u32, PathBuf)>;
+
+/// The path as shown in error messages.
+fn disp(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// CPU model, vendor and microarchitecture from the first /proc/cpuinfo block.
+fn detect_identity(
+    info: &BTreeMap<String, String>,
+) -> (Field<String>, Field<String>, Field<String>) {
+    // --- CPU identity from /proc/cpuinfo.
     let cpu_model = if let Some(m) = info.get("model name") {
         Field::detected(m.clone(), "/proc/cpuinfo model name")
     } else if let Some((name, how)) =
-        microarchitecture_of(&info).filter(|_| info.contains_key("CPU implementer"))
+        microarchitecture_of(info).filter(|_| info.contains_key("CPU implementer"))
     {
         Field::derived(
             name,
@@ -559,29 +639,35 @@ pub fn detect(root: &Path) -> Result<Detected> {
     } else {
         Field::missing("no 'model name' in /proc/cpuinfo")
     };
-    let vendor = match vendor_of(&info) {
+    let vendor = match vendor_of(info) {
         Some((v, how)) => Field::derived(v.to_string(), how),
         None => Field::missing("no vendor_id or CPU implementer in /proc/cpuinfo"),
     };
-    let microarchitecture = match microarchitecture_of(&info) {
+    let microarchitecture = match microarchitecture_of(info) {
         Some((name, how)) => Field::derived(name, how),
         None => Field::missing(
             "not in sysfs; the CPU family/model in /proc/cpuinfo is not in pcpmodel's table",
         ),
     };
 
+    (cpu_model, vendor, microarchitecture)
+}
+
+/// The online CPUs' sysfs directories, and their count (from /proc/cpuinfo's `processors` when
+/// sysfs has none).
+fn detect_cpus(cpu_dir: &Path, processors: Option<u32>) -> Result<(CpuDirs, Field<u32>)> {
     // --- Online CPUs.
-    let dirs = numbered_dirs(&cpu_dir, "cpu")?;
+    let dirs = numbered_dirs(cpu_dir, "cpu")?;
     let online_path = cpu_dir.join("online");
     let online: Option<BTreeSet<u32>> = match read_opt(&online_path)? {
         Some(s) => Some(
-            parse_cpulist(&s, &shown(&online_path), "online")?
+            parse_cpulist(&s, &disp(&online_path), "online")?
                 .into_iter()
                 .collect(),
         ),
         None => None,
     };
-    let cpu_dirs: Vec<(u32, PathBuf)> = dirs
+    let cpu_dirs: CpuDirs = dirs
         .into_iter()
         .filter(|(n, _)| online.as_ref().map_or(true, |o| o.contains(n)))
         .collect();
@@ -592,18 +678,23 @@ pub fn detect(root: &Path) -> Result<Detected> {
             "cpuN directories in /sys/devices/system/cpu"
         };
         Field::detected(cpu_dirs.len() as u32, how)
-    } else if let Some((_, n)) = cpuinfo.as_ref().filter(|(_, n)| *n > 0) {
-        Field::derived(*n, "processor entries in /proc/cpuinfo (no cpuN in sysfs)")
+    } else if let Some(n) = processors.filter(|n| *n > 0) {
+        Field::derived(n, "processor entries in /proc/cpuinfo (no cpuN in sysfs)")
     } else {
         Field::missing("no /sys/devices/system/cpu/cpuN and no /proc/cpuinfo")
     };
 
+    Ok((cpu_dirs, cpus))
+}
+
+/// Sockets, cores per socket and threads per core from `cpuN/topology`.
+fn detect_topology(cpu_dirs: &[(u32, PathBuf)]) -> Result<(Field<u32>, Field<u32>, Field<u32>)> {
     // --- Topology.
     let mut packages: BTreeSet<u32> = BTreeSet::new();
     let mut cores: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut max_siblings = 0u32;
     let mut have_topology = !cpu_dirs.is_empty();
-    for (_, d) in &cpu_dirs {
+    for (_, d) in cpu_dirs {
         let t = d.join("topology");
         let pkg_p = t.join("physical_package_id");
         let core_p = t.join("core_id");
@@ -621,11 +712,11 @@ pub fn detect(root: &Path) -> Result<Detected> {
         cores.insert((pkg, core));
         let sib_p = t.join("thread_siblings_list");
         if let Some(s) = read_opt(&sib_p)? {
-            let n = parse_cpulist(&s, &shown(&sib_p), "thread_siblings_list")?.len() as u32;
+            let n = parse_cpulist(&s, &disp(&sib_p), "thread_siblings_list")?.len() as u32;
             max_siblings = max_siblings.max(n);
         }
     }
-    let (sockets, mut cores_per_socket, mut threads_per_core) = if have_topology {
+    Ok(if have_topology {
         let s = packages.len() as u32;
         let per: Vec<usize> = packages
             .iter()
@@ -663,8 +754,12 @@ pub fn detect(root: &Path) -> Result<Detected> {
             Field::missing("no cpuN/topology/core_id"),
             Field::missing("no cpuN/topology/thread_siblings_list"),
         )
-    };
+    })
+}
 
+/// The cache levels of the first online CPU, with instance counts over all CPUs. Sharing and
+/// policy are filled in by [`classify_caches`].
+fn detect_caches(cpu_dirs: &[(u32, PathBuf)]) -> Result<Vec<DetectedCache>> {
     // --- Caches of the first online CPU, and instance counts over all CPUs.
     let mut caches = Vec::new();
     if let Some((first_id, first)) = cpu_dirs.first() {
@@ -680,7 +775,7 @@ pub fn detect(root: &Path) -> Result<Detected> {
                 Some("Unified") => "unified",
                 Some(other) => {
                     return Err(Error::parse(
-                        shown(&idx_dir.join("type")),
+                        disp(&idx_dir.join("type")),
                         1,
                         "type",
                         format!("'{other}' is not Data, Instruction or Unified"),
@@ -692,7 +787,7 @@ pub fn detect(root: &Path) -> Result<Detected> {
             let size_p = idx_dir.join("size");
             let size_kib = match read_opt(&size_p)? {
                 Some(s) => {
-                    Field::detected(parse_size_kib(&s, &shown(&size_p))?, format!("{base}/size"))
+                    Field::detected(parse_size_kib(&s, &disp(&size_p))?, format!("{base}/size"))
                 }
                 None => Field::missing(format!("no {base}/size")),
             };
@@ -713,12 +808,12 @@ pub fn detect(root: &Path) -> Result<Detected> {
             let shared_p = idx_dir.join("shared_cpu_list");
             let (shared_cpus, instances) = match read_opt(&shared_p)? {
                 Some(s) => {
-                    let n = parse_cpulist(&s, &shown(&shared_p), "shared_cpu_list")?.len() as u32;
+                    let n = parse_cpulist(&s, &disp(&shared_p), "shared_cpu_list")?.len() as u32;
                     let mut sets: BTreeSet<Vec<u32>> = BTreeSet::new();
-                    for (_, d) in &cpu_dirs {
+                    for (_, d) in cpu_dirs {
                         let p = d.join("cache").join(&index).join("shared_cpu_list");
                         if let Some(s) = read_opt(&p)? {
-                            sets.insert(parse_cpulist(&s, &shown(&p), "shared_cpu_list")?);
+                            sets.insert(parse_cpulist(&s, &disp(&p), "shared_cpu_list")?);
                         }
                     }
                     (
@@ -750,33 +845,19 @@ pub fn detect(root: &Path) -> Result<Detected> {
     }
     caches.sort_by_key(|c| c.level);
 
-    // SMT from the L1 when topology is missing.
-    if threads_per_core.value.is_none() {
-        if let Some(n) = caches
-            .iter()
-            .find(|c| c.level == 1)
-            .and_then(|c| c.shared_cpus.value)
-        {
-            threads_per_core =
-                Field::derived(n, "CPUs sharing one L1 (cpuN/cache/index0/shared_cpu_list)");
-        }
-    }
-    if cores_per_socket.value.is_none() {
-        if let (Some(c), Some(s), Some(t)) = (cpus.value, sockets.value, threads_per_core.value) {
-            if s > 0 && t > 0 {
-                cores_per_socket = Field::derived(c / s / t, "CPUs / sockets / threads per core");
-            }
-        }
-    }
+    Ok(caches)
+}
 
+/// Derives who shares each cache level and which levels are core-private; returns the LLC
+/// domains per socket.
+fn classify_caches(caches: &mut [DetectedCache], tpc: u32, sockets: Option<u32>) -> Field<u32> {
     // Sharing and policy of each level; LLC domains.
-    let tpc = threads_per_core.value.unwrap_or(1).max(1);
     let outermost = caches
         .iter()
         .filter(|c| c.kind != "instruction")
         .map(|c| c.level)
         .max();
-    for c in &mut caches {
+    for c in caches.iter_mut() {
         c.shared_by = match c.shared_cpus.value {
             Some(n) if n <= tpc => Field::derived(
                 Sharing::Core,
@@ -800,7 +881,7 @@ pub fn detect(root: &Path) -> Result<Detected> {
     let llc = caches
         .iter()
         .rfind(|c| c.kind != "instruction" && Some(c.level) == outermost);
-    let llc_domains_per_socket = match (llc.and_then(|c| c.instances.value), sockets.value) {
+    match (llc.and_then(|c| c.instances.value), sockets) {
         (Some(i), Some(s)) if s > 0 && i >= s && i % s == 0 => Field::derived(
             i / s,
             format!(
@@ -809,8 +890,20 @@ pub fn detect(root: &Path) -> Result<Detected> {
             ),
         ),
         _ => Field::missing("no LLC shared_cpu_list (or it does not split evenly over sockets)"),
-    };
+    }
+}
 
+/// NUMA nodes and memory from sysfs nodes, /proc/meminfo and /proc/zoneinfo.
+struct MemoryFields {
+    numa_nodes: Field<u32>,
+    node_mib: Field<Vec<u64>>,
+    mem_total_mib: Field<u64>,
+    below_4g_mib: Field<u64>,
+    reserved_mib_per_node: Field<u64>,
+}
+
+fn detect_memory(root: &Path) -> Result<MemoryFields> {
+    let node_dir = root.join("sys/devices/system/node");
     // --- NUMA nodes and memory.
     let zoneinfo = read_zoneinfo(&root.join("proc/zoneinfo"))?;
     let nodes = numbered_dirs(&node_dir, "node")?;
@@ -818,7 +911,7 @@ pub fn detect(root: &Path) -> Result<Detected> {
     for (n, d) in &nodes {
         let p = d.join("cpulist");
         if let Some(s) = read_opt(&p)? {
-            if !parse_cpulist(&s, &shown(&p), "cpulist")?.is_empty() {
+            if !parse_cpulist(&s, &disp(&p), "cpulist")?.is_empty() {
                 cpu_nodes.push(*n);
             }
         }
@@ -918,6 +1011,20 @@ pub fn detect(root: &Path) -> Result<Detected> {
         _ => Field::missing("needs /proc/zoneinfo (present and managed pages)"),
     };
 
+    Ok(MemoryFields {
+        numa_nodes,
+        node_mib,
+        mem_total_mib,
+        below_4g_mib,
+        reserved_mib_per_node,
+    })
+}
+
+/// Base and maximum clocks.
+fn detect_clocks(
+    cpu_dirs: &[(u32, PathBuf)],
+    info: &BTreeMap<String, String>,
+) -> Result<(Field<f64>, Field<f64>)> {
     // --- Clocks.
     let (base_ghz, max_ghz) = {
         let freq = cpu_dirs.first().map(|(_, d)| d.join("cpufreq"));
@@ -946,45 +1053,7 @@ pub fn detect(root: &Path) -> Result<Detected> {
         (base, max)
     };
 
-    let latency_ns = [
-        "l2_hit",
-        "llc_hit",
-        "c2c_smt",
-        "c2c_same_llc",
-        "c2c_cross_llc",
-        "c2c_cross_socket",
-        "dram_local",
-        "dram_remote",
-    ]
-    .iter()
-    .map(|n| {
-        (
-            n.to_string(),
-            Field::missing("latencies are not in sysfs or /proc: measure them (core-to-core-latency, Intel MLC, lmbench)"),
-        )
-    })
-    .collect();
-
-    Ok(Detected {
-        root: root.display().to_string(),
-        cpu_model,
-        vendor,
-        microarchitecture,
-        cpus,
-        sockets,
-        cores_per_socket,
-        threads_per_core,
-        numa_nodes,
-        llc_domains_per_socket,
-        node_mib,
-        mem_total_mib,
-        below_4g_mib,
-        reserved_mib_per_node,
-        caches,
-        base_ghz,
-        max_ghz,
-        latency_ns,
-    })
+    Ok((base_ghz, max_ghz))
 }
 
 /// The `2.40` of `Intel(R) Xeon(R) Platinum 8260 CPU @ 2.40GHz`.
