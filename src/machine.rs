@@ -5,11 +5,26 @@
 //! to a TOML file of the same schema can be used wherever a built-in name is accepted.
 //!
 //! Units are in the field names: `_mib`, `_kib`, `_bytes`, `_ns`, `_ghz`.
+//!
+//! [`Machine::validate`] rejects machines that cannot exist (an LLC smaller than the L2, zero
+//! cores, a negative or NaN latency, latencies out of order, a source string without a known
+//! kind, ...) with [`Error::Invalid`] naming the file and the dotted field. Helpers such as
+//! [`Machine::cpus`], [`Machine::cpus_per_node`], [`Machine::l2_bytes`] and
+//! [`Machine::llc_bytes_per_domain`] give the counts the kernel formulas and cost models need.
+//!
+//! ```
+//! use pcpmodel::Machine;
+//! let m = Machine::builtin("icelake-server").unwrap();
+//! assert_eq!(m.cpus(), 128);
+//! assert_eq!(m.cpus_per_node(), 64);
+//! assert_eq!(m.l2_pages(), 320);           // 1.25 MiB L2 = 320 pages (seed 004)
+//! assert_eq!(m.llc_pages_per_domain(), 12288); // 48 MiB LLC = 12288 pages
+//! ```
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::provenance::Sourced;
+use crate::provenance::{Sourced, SOURCE_KINDS};
 
 /// One machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,8 +188,69 @@ pub struct BuiltinMachine {
     pub toml: &'static str,
 }
 
-/// The machine files in `models/`, compiled into the binary.
-pub const BUILTIN: &[BuiltinMachine] = &[];
+macro_rules! builtin {
+    ($($name:literal),* $(,)?) => {
+        &[$(BuiltinMachine {
+            name: $name,
+            toml: include_str!(concat!("../models/", $name, ".toml")),
+        }),*]
+    };
+}
+
+/// The machine files in `models/`, compiled into the binary (see `models/README.md` for where
+/// each value comes from).
+pub const BUILTIN: &[BuiltinMachine] = builtin![
+    "icelake-server",
+    "skylake-desktop",
+    "epyc-7w83",
+    "xeon-8260",
+    "broadwell-2s",
+    "memcg-72cpu",
+    "kunpeng-920",
+];
+
+/// Size of a base page (4 KiB), bytes. Every kernel formula in this crate counts 4 KiB pages.
+pub const PAGE_BYTES: u64 = 4096;
+
+impl Sharing {
+    /// The snake_case name used in machine files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Core => "core",
+            Sharing::LlcDomain => "llc_domain",
+            Sharing::Socket => "socket",
+        }
+    }
+}
+
+impl Policy {
+    /// The snake_case name used in machine files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Private => "private",
+            Policy::Inclusive => "inclusive",
+            Policy::NonInclusive => "non_inclusive",
+            Policy::Victim => "victim",
+        }
+    }
+}
+
+impl CacheLevel {
+    /// Capacity of one instance, bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.size_kib.value.saturating_mul(1024)
+    }
+
+    /// Capacity of one instance in 4 KiB pages (rounded down).
+    pub fn size_pages(&self) -> u64 {
+        self.size_bytes() / PAGE_BYTES
+    }
+
+    /// True for caches that hold data (`data` or `unified`), false for instruction caches.
+    pub fn holds_data(&self) -> bool {
+        self.kind != "instruction"
+    }
+}
 
 impl Machine {
     /// Parses and validates a machine from TOML text; `label` names the file in errors.
@@ -200,7 +276,7 @@ impl Machine {
                 kind: "machine",
                 name: name.to_string(),
                 hint: format!(
-                    ": built-in machines are {}",
+                    ": built-in machines are {} (or give a path to a TOML file)",
                     BUILTIN
                         .iter()
                         .map(|b| b.name)
@@ -228,18 +304,684 @@ impl Machine {
         BUILTIN.iter().map(|b| Self::builtin(b.name)).collect()
     }
 
+    /// Serialises the machine back to TOML (the schema of `models/*.toml`).
+    pub fn to_toml_string(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::Unsupported(format!("cannot write TOML: {e}")))
+    }
+
+    // ----- counts -------------------------------------------------------------------------
+
+    /// Physical cores in the machine: sockets × cores per socket.
+    pub fn cores(&self) -> u32 {
+        self.topology
+            .sockets
+            .value
+            .saturating_mul(self.topology.cores_per_socket.value)
+    }
+
+    /// Logical CPUs (hardware threads): sockets × cores per socket × threads per core.
+    pub fn cpus(&self) -> u32 {
+        self.cores()
+            .saturating_mul(self.topology.threads_per_core.value)
+    }
+
+    /// Logical CPUs per NUMA node (what the kernel's `cpumask_weight(cpumask_of_node(nid))`
+    /// gives when CPUs are spread evenly). 0 only for an unvalidated machine with no nodes.
+    pub fn cpus_per_node(&self) -> u32 {
+        self.cpus()
+            .checked_div(self.topology.numa_nodes.value)
+            .unwrap_or(0)
+    }
+
+    /// Last-level-cache domains in the whole machine: sockets × LLC domains per socket.
+    pub fn llc_domains(&self) -> u32 {
+        self.topology
+            .sockets
+            .value
+            .saturating_mul(self.topology.llc_domains_per_socket.value)
+    }
+
+    /// Physical cores sharing one LLC instance. 0 only for an unvalidated machine.
+    pub fn cores_per_llc_domain(&self) -> u32 {
+        self.topology
+            .cores_per_socket
+            .value
+            .checked_div(self.topology.llc_domains_per_socket.value)
+            .unwrap_or(0)
+    }
+
+    /// Installed RAM over all nodes, MiB.
+    pub fn total_mib(&self) -> u64 {
+        self.memory.node_mib.value.iter().sum()
+    }
+
+    // ----- caches -------------------------------------------------------------------------
+
+    /// The data (or unified) cache of the given level, if the machine has one.
+    pub fn cache(&self, level: u8) -> Option<&CacheLevel> {
+        self.caches
+            .iter()
+            .find(|c| c.level == level && c.holds_data())
+    }
+
+    /// The L2 cache. A validated machine always has one.
+    pub fn l2(&self) -> Option<&CacheLevel> {
+        self.cache(2)
+    }
+
+    /// The last-level cache: the outermost data-holding level. A validated machine always has
+    /// one.
+    pub fn llc(&self) -> Option<&CacheLevel> {
+        self.caches
+            .iter()
+            .filter(|c| c.holds_data())
+            .max_by_key(|c| c.level)
+    }
+
+    /// Capacity of one L2 instance, bytes (0 if there is no L2, which validation rejects).
+    pub fn l2_bytes(&self) -> u64 {
+        self.l2().map_or(0, CacheLevel::size_bytes)
+    }
+
+    /// Capacity of one L2 instance in 4 KiB pages (320 on the Icelake server).
+    pub fn l2_pages(&self) -> u64 {
+        self.l2_bytes() / PAGE_BYTES
+    }
+
+    /// Capacity of one LLC instance (one LLC domain), bytes.
+    pub fn llc_bytes_per_domain(&self) -> u64 {
+        self.llc().map_or(0, CacheLevel::size_bytes)
+    }
+
+    /// Capacity of one LLC instance in 4 KiB pages (12288 on the Icelake server).
+    pub fn llc_pages_per_domain(&self) -> u64 {
+        self.llc_bytes_per_domain() / PAGE_BYTES
+    }
+
+    // ----- validation ---------------------------------------------------------------------
+
+    /// Every sourced value with its dotted field path (`latency_ns.dram_local`), for validation
+    /// and for `pcpmodel machine show`.
+    pub fn sources(&self) -> Vec<(String, &str)> {
+        let mut out: Vec<(String, &str)> = Vec::new();
+        out.push(("cpu.model".into(), &self.cpu.model.source));
+        out.push((
+            "cpu.microarchitecture".into(),
+            &self.cpu.microarchitecture.source,
+        ));
+        let t = &self.topology;
+        out.push(("topology.sockets".into(), &t.sockets.source));
+        out.push((
+            "topology.cores_per_socket".into(),
+            &t.cores_per_socket.source,
+        ));
+        out.push((
+            "topology.threads_per_core".into(),
+            &t.threads_per_core.source,
+        ));
+        out.push(("topology.numa_nodes".into(), &t.numa_nodes.source));
+        out.push((
+            "topology.llc_domains_per_socket".into(),
+            &t.llc_domains_per_socket.source,
+        ));
+        let m = &self.memory;
+        out.push(("memory.node_mib".into(), &m.node_mib.source));
+        out.push(("memory.below_4g_mib".into(), &m.below_4g_mib.source));
+        out.push((
+            "memory.reserved_mib_per_node".into(),
+            &m.reserved_mib_per_node.source,
+        ));
+        out.push((
+            "memory.struct_page_bytes".into(),
+            &m.struct_page_bytes.source,
+        ));
+        for (i, c) in self.caches.iter().enumerate() {
+            let p = format!("cache[{i}]");
+            out.push((format!("{p}.size_kib"), &c.size_kib.source));
+            out.push((format!("{p}.line_bytes"), &c.line_bytes.source));
+            out.push((format!("{p}.ways"), &c.ways.source));
+            out.push((format!("{p}.shared_by"), &c.shared_by.source));
+            out.push((format!("{p}.policy"), &c.policy.source));
+        }
+        for (name, s) in self.latency_ns.named() {
+            out.push((format!("latency_ns.{name}"), &s.source));
+        }
+        out.push(("clock.base_ghz".into(), &self.clock.base_ghz.source));
+        if let Some(x) = &self.clock.max_ghz {
+            out.push(("clock.max_ghz".into(), &x.source));
+        }
+        out
+    }
+
     /// Checks that the machine is physically possible; `label` names the file in errors.
+    ///
+    /// Rejected, each with [`Error::Invalid`] naming `label` and the dotted field:
+    /// - an empty name; a vendor other than `intel`, `amd`, `arm`, `unknown`;
+    /// - zero sockets, cores, threads, NUMA nodes or LLC domains; NUMA nodes that do not divide
+    ///   the CPUs evenly or fit neither inside nor across sockets; LLC domains that do not divide
+    ///   the cores of a socket;
+    /// - `node_mib` with a length other than `numa_nodes` or a zero entry; `below_4g_mib` above
+    ///   4096 or above node 0's memory; reservations that eat a whole node; a zero
+    ///   `struct page`;
+    /// - no caches, no L2, levels out of order, a zero size / way count, a line size that is not
+    ///   a power of two, an unknown kind, an L1 not private to a core, an outer level smaller
+    ///   than an inner one, an inclusive level smaller than the inner caches it must hold;
+    /// - a latency that is negative, zero, NaN or infinite; `l2_hit < llc_hit < dram_local`
+    ///   violated; SMT transfer slower than a same-LLC transfer; a cross-LLC or cross-socket
+    ///   transfer faster than a same-LLC one; remote DRAM faster than local;
+    ///   `c2c_cross_socket` and `dram_remote` present unless there are several sockets (and
+    ///   `c2c_cross_socket` missing when there are); `c2c_cross_llc` present iff
+    ///   `llc_domains_per_socket > 1`;
+    /// - a clock that is not positive and finite, a max clock below base;
+    /// - a source string not of the form `"<kind>: <details>"` with a kind from
+    ///   [`crate::provenance::SOURCE_KINDS`].
     pub fn validate(&self, label: &str) -> Result<()> {
-        let _ = label;
+        let bad = |field: &str, msg: String| Err(Error::invalid(label, field, msg));
+
+        // Sources first: a value with an unknown provenance is not trusted further.
+        for (path, s) in self.sources() {
+            check_source(label, &path, s)?;
+        }
+
+        if self.name.trim().is_empty() {
+            return bad("name", "must not be empty".into());
+        }
+        if !["intel", "amd", "arm", "unknown"].contains(&self.cpu.vendor.as_str()) {
+            return bad(
+                "cpu.vendor",
+                format!(
+                    "'{}' is not one of intel, amd, arm, unknown",
+                    self.cpu.vendor
+                ),
+            );
+        }
+
+        // Topology.
+        let t = &self.topology;
+        for (f, v) in [
+            ("topology.sockets", t.sockets.value),
+            ("topology.cores_per_socket", t.cores_per_socket.value),
+            ("topology.threads_per_core", t.threads_per_core.value),
+            ("topology.numa_nodes", t.numa_nodes.value),
+            (
+                "topology.llc_domains_per_socket",
+                t.llc_domains_per_socket.value,
+            ),
+        ] {
+            if v == 0 {
+                return bad(f, "must be at least 1".into());
+            }
+        }
+        let (sockets, cores, nodes, llcs) = (
+            t.sockets.value,
+            t.cores_per_socket.value,
+            t.numa_nodes.value,
+            t.llc_domains_per_socket.value,
+        );
+        let cpus = u64::from(sockets) * u64::from(cores) * u64::from(t.threads_per_core.value);
+        if cpus > 1 << 20 {
+            return bad(
+                "topology",
+                format!("{cpus} CPUs is not a plausible machine"),
+            );
+        }
+        if u64::from(nodes) > cpus || cpus % u64::from(nodes) != 0 {
+            return bad(
+                "topology.numa_nodes",
+                format!("{nodes} NUMA nodes do not divide the {cpus} CPUs evenly"),
+            );
+        }
+        if nodes % sockets != 0 && sockets % nodes != 0 {
+            return bad(
+                "topology.numa_nodes",
+                format!(
+                    "{nodes} NUMA nodes on {sockets} sockets: a node must lie inside one socket \
+                     or span whole sockets"
+                ),
+            );
+        }
+        if cores % llcs != 0 {
+            return bad(
+                "topology.llc_domains_per_socket",
+                format!("{llcs} LLC domains do not divide the {cores} cores of a socket"),
+            );
+        }
+
+        // Memory.
+        let m = &self.memory;
+        if m.node_mib.value.len() != nodes as usize {
+            return bad(
+                "memory.node_mib",
+                format!(
+                    "has {} entries but topology.numa_nodes is {nodes}",
+                    m.node_mib.value.len()
+                ),
+            );
+        }
+        if let Some(i) = m.node_mib.value.iter().position(|&x| x == 0) {
+            return bad(
+                "memory.node_mib",
+                format!("node {i} has no memory (machine files describe nodes with memory)"),
+            );
+        }
+        let node0 = m.node_mib.value.first().copied().unwrap_or(0);
+        if m.below_4g_mib.value > 4096 {
+            return bad(
+                "memory.below_4g_mib",
+                format!(
+                    "{} MiB is more than the 4096 MiB below 4 GiB",
+                    m.below_4g_mib.value
+                ),
+            );
+        }
+        if m.below_4g_mib.value > node0 {
+            return bad(
+                "memory.below_4g_mib",
+                format!(
+                    "{} MiB below 4 GiB is more than node 0's {node0} MiB",
+                    m.below_4g_mib.value
+                ),
+            );
+        }
+        let smallest = m.node_mib.value.iter().copied().min().unwrap_or(0);
+        if m.reserved_mib_per_node.value >= smallest {
+            return bad(
+                "memory.reserved_mib_per_node",
+                format!(
+                    "{} MiB reserved per node leaves nothing of the smallest node ({smallest} MiB)",
+                    m.reserved_mib_per_node.value
+                ),
+            );
+        }
+        if m.struct_page_bytes.value == 0 || m.struct_page_bytes.value >= PAGE_BYTES {
+            return bad(
+                "memory.struct_page_bytes",
+                format!(
+                    "{} bytes is not a plausible sizeof(struct page)",
+                    m.struct_page_bytes.value
+                ),
+            );
+        }
+
+        self.validate_caches(label)?;
+        self.validate_latencies(label)?;
+
+        // Clock.
+        let base = self.clock.base_ghz.value;
+        if !(base.is_finite() && base > 0.0) {
+            return bad(
+                "clock.base_ghz",
+                format!("{base} GHz is not a positive clock"),
+            );
+        }
+        if let Some(max) = &self.clock.max_ghz {
+            if !(max.value.is_finite() && max.value > 0.0) {
+                return bad(
+                    "clock.max_ghz",
+                    format!("{} GHz is not a positive clock", max.value),
+                );
+            }
+            if max.value < base {
+                return bad(
+                    "clock.max_ghz",
+                    format!("{} GHz is below the base clock {base} GHz", max.value),
+                );
+            }
+        }
         Ok(())
     }
+
+    fn validate_caches(&self, label: &str) -> Result<()> {
+        let bad = |field: String, msg: String| Err(Error::invalid(label, field, msg));
+        if self.caches.is_empty() {
+            return bad(
+                "cache".into(),
+                "a machine needs at least one cache level".into(),
+            );
+        }
+        let mut prev_level = 0u8;
+        // The largest data-holding instance seen at an inner level, and its index.
+        let mut inner_max: Option<(usize, u64)> = None;
+        let mut level_max: Option<(usize, u64)> = None;
+        for (i, c) in self.caches.iter().enumerate() {
+            let p = format!("cache[{i}]");
+            if c.level == 0 || c.level > 4 {
+                return bad(
+                    format!("{p}.level"),
+                    format!("level {} is not 1..=4", c.level),
+                );
+            }
+            if c.level < prev_level {
+                return bad(
+                    format!("{p}.level"),
+                    format!(
+                        "caches must be listed innermost first: L{} after L{prev_level}",
+                        c.level
+                    ),
+                );
+            }
+            if !["data", "instruction", "unified"].contains(&c.kind.as_str()) {
+                return bad(
+                    format!("{p}.kind"),
+                    format!("'{}' is not one of data, instruction, unified", c.kind),
+                );
+            }
+            if c.size_kib.value == 0 {
+                return bad(format!("{p}.size_kib"), "must be positive".into());
+            }
+            if c.ways.value == 0 {
+                return bad(format!("{p}.ways"), "must be at least 1".into());
+            }
+            let line = c.line_bytes.value;
+            if line == 0 || !line.is_power_of_two() {
+                return bad(
+                    format!("{p}.line_bytes"),
+                    format!("{line} is not a power of two"),
+                );
+            }
+            if !(16..=1024).contains(&line) {
+                return bad(
+                    format!("{p}.line_bytes"),
+                    format!("{line} bytes is not a plausible cache line"),
+                );
+            }
+            if c.level == 1 && c.shared_by.value != Sharing::Core {
+                return bad(
+                    format!("{p}.shared_by"),
+                    "an L1 cache is private to a core".into(),
+                );
+            }
+            if c.level == 1 && c.policy.value != Policy::Private {
+                return bad(
+                    format!("{p}.policy"),
+                    "an L1 cache has policy 'private'".into(),
+                );
+            }
+            if c.shared_by.value == Sharing::Socket
+                && self.topology.llc_domains_per_socket.value > 1
+            {
+                return bad(
+                    format!("{p}.shared_by"),
+                    "shared by a whole socket, but the socket has several LLC domains".into(),
+                );
+            }
+            if !c.holds_data() {
+                prev_level = c.level;
+                continue;
+            }
+            if c.level > prev_level {
+                // Entering a new level: the previous level's largest instance becomes "inner".
+                if let Some(lm) = level_max {
+                    inner_max = Some(match inner_max {
+                        Some(im) if im.1 >= lm.1 => im,
+                        _ => lm,
+                    });
+                }
+                level_max = None;
+            }
+            let size = c.size_bytes();
+            if let Some((j, inner)) = inner_max {
+                if size < inner {
+                    return bad(
+                        format!("{p}.size_kib"),
+                        format!(
+                            "L{} ({} KiB) is smaller than the inner cache[{j}] ({} KiB)",
+                            c.level,
+                            c.size_kib.value,
+                            inner / 1024
+                        ),
+                    );
+                }
+            }
+            if c.policy.value == Policy::Inclusive {
+                let held = self.inner_bytes_held(c);
+                if size < held {
+                    return bad(
+                        format!("{p}.size_kib"),
+                        format!(
+                            "inclusive L{} ({} KiB) cannot hold the {} KiB of inner caches it \
+                             covers",
+                            c.level,
+                            c.size_kib.value,
+                            held / 1024
+                        ),
+                    );
+                }
+            }
+            level_max = Some(match level_max {
+                Some(lm) if lm.1 >= size => lm,
+                _ => (i, size),
+            });
+            prev_level = c.level;
+        }
+        if self.l2().is_none() {
+            return bad(
+                "cache".into(),
+                "no level-2 data or unified cache (the PCP cache model needs one)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Bytes of inner data caches (levels below `outer`) covered by one instance of `outer`.
+    fn inner_bytes_held(&self, outer: &CacheLevel) -> u64 {
+        let cores = u64::from(match outer.shared_by.value {
+            Sharing::Core => 1,
+            Sharing::LlcDomain => self.cores_per_llc_domain(),
+            Sharing::Socket => self.topology.cores_per_socket.value,
+        });
+        self.caches
+            .iter()
+            .filter(|c| c.level < outer.level && c.holds_data())
+            .map(|c| c.size_bytes())
+            .sum::<u64>()
+            .saturating_mul(cores)
+    }
+
+    fn validate_latencies(&self, label: &str) -> Result<()> {
+        let bad = |field: &str, msg: String| Err(Error::invalid(label, field, msg));
+        let l = &self.latency_ns;
+        for (name, s) in l.named() {
+            let v = s.value;
+            if !v.is_finite() || v <= 0.0 {
+                return bad(
+                    &format!("latency_ns.{name}"),
+                    format!("{v} ns is not a positive, finite latency"),
+                );
+            }
+        }
+        if l.l2_hit.value >= l.llc_hit.value {
+            return bad(
+                "latency_ns.llc_hit",
+                format!(
+                    "LLC hit ({} ns) must be slower than L2 hit ({} ns)",
+                    l.llc_hit.value, l.l2_hit.value
+                ),
+            );
+        }
+        if l.llc_hit.value >= l.dram_local.value {
+            return bad(
+                "latency_ns.dram_local",
+                format!(
+                    "local DRAM ({} ns) must be slower than an LLC hit ({} ns)",
+                    l.dram_local.value, l.llc_hit.value
+                ),
+            );
+        }
+        if l.c2c_smt.value > l.c2c_same_llc.value {
+            return bad(
+                "latency_ns.c2c_smt",
+                format!(
+                    "SMT-sibling transfer ({} ns) slower than a same-LLC transfer ({} ns)",
+                    l.c2c_smt.value, l.c2c_same_llc.value
+                ),
+            );
+        }
+        let sockets = self.topology.sockets.value;
+        let llcs = self.topology.llc_domains_per_socket.value;
+        match (&l.c2c_cross_llc, llcs > 1) {
+            (None, true) => {
+                return bad(
+                    "latency_ns.c2c_cross_llc",
+                    format!("required: {llcs} LLC domains per socket"),
+                )
+            }
+            (Some(_), false) => {
+                return bad(
+                    "latency_ns.c2c_cross_llc",
+                    "given, but there is one LLC domain per socket".into(),
+                )
+            }
+            (Some(x), true) if x.value < l.c2c_same_llc.value => {
+                return bad(
+                    "latency_ns.c2c_cross_llc",
+                    format!(
+                        "cross-LLC transfer ({} ns) faster than a same-LLC one ({} ns)",
+                        x.value, l.c2c_same_llc.value
+                    ),
+                )
+            }
+            _ => {}
+        }
+        match (&l.c2c_cross_socket, sockets > 1) {
+            (None, true) => {
+                return bad(
+                    "latency_ns.c2c_cross_socket",
+                    format!("required: {sockets} sockets"),
+                )
+            }
+            (Some(_), false) => {
+                return bad(
+                    "latency_ns.c2c_cross_socket",
+                    "given, but there is one socket".into(),
+                )
+            }
+            (Some(x), true) => {
+                let floor = l
+                    .c2c_cross_llc
+                    .as_ref()
+                    .map_or(l.c2c_same_llc.value, |c| c.value.max(l.c2c_same_llc.value));
+                if x.value < floor {
+                    return bad(
+                        "latency_ns.c2c_cross_socket",
+                        format!(
+                            "cross-socket transfer ({} ns) faster than a transfer inside the \
+                             socket ({floor} ns)",
+                            x.value
+                        ),
+                    );
+                }
+            }
+            _ => {}
+        }
+        match (
+            &l.dram_remote,
+            sockets > 1 || self.topology.numa_nodes.value > 1,
+        ) {
+            (None, true) if sockets > 1 => {
+                return bad(
+                    "latency_ns.dram_remote",
+                    format!("required: {sockets} sockets"),
+                )
+            }
+            (Some(_), false) => {
+                return bad(
+                    "latency_ns.dram_remote",
+                    "given, but there is one socket and one NUMA node".into(),
+                )
+            }
+            (Some(x), true) if x.value <= l.dram_local.value => {
+                return bad(
+                    "latency_ns.dram_remote",
+                    format!(
+                        "remote DRAM ({} ns) must be slower than local DRAM ({} ns)",
+                        x.value, l.dram_local.value
+                    ),
+                )
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Latencies {
+    /// The latencies that are present, by field name, in file order.
+    pub fn named(&self) -> Vec<(&'static str, &Sourced<f64>)> {
+        let mut v = vec![
+            ("l2_hit", &self.l2_hit),
+            ("llc_hit", &self.llc_hit),
+            ("c2c_smt", &self.c2c_smt),
+            ("c2c_same_llc", &self.c2c_same_llc),
+        ];
+        if let Some(x) = &self.c2c_cross_llc {
+            v.push(("c2c_cross_llc", x));
+        }
+        if let Some(x) = &self.c2c_cross_socket {
+            v.push(("c2c_cross_socket", x));
+        }
+        v.push(("dram_local", &self.dram_local));
+        if let Some(x) = &self.dram_remote {
+            v.push(("dram_remote", x));
+        }
+        v
+    }
+}
+
+/// Checks that a source string reads `"<kind>: <details>"` with a known kind.
+fn check_source(label: &str, path: &str, source: &str) -> Result<()> {
+    let field = format!("{path}.source");
+    let Some((head, details)) = source.split_once(':') else {
+        return Err(Error::invalid(
+            label,
+            field,
+            format!(
+                "'{source}' is not of the form \"<kind>: <details>\" (kinds: {})",
+                SOURCE_KINDS.join(", ")
+            ),
+        ));
+    };
+    let head = head.trim();
+    // "seed" alone is not enough: it must say which thread ("seed 004").
+    let known = SOURCE_KINDS.iter().any(|k| {
+        (head == *k && *k != "seed")
+            || (*k == "seed"
+                && head
+                    .strip_prefix("seed ")
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())))
+    });
+    if !known || source.starts_with(char::is_whitespace) {
+        return Err(Error::invalid(
+            label,
+            field,
+            format!(
+                "'{head}' is not a source kind; use one of {} (seed as \"seed NNN\")",
+                SOURCE_KINDS.join(", ")
+            ),
+        ));
+    }
+    if details.trim().is_empty() {
+        return Err(Error::invalid(
+            label,
+            field,
+            format!("'{source}' says nothing after the kind"),
+        ));
+    }
+    Ok(())
 }
 
 /// Converts a toml error into an [`Error::Parse`] with a 1-based line number.
 pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error {
     let line = e
         .span()
-        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+        .map(|s| {
+            let end = s.start.min(text.len());
+            text.as_bytes()[..end]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
+        })
         .unwrap_or(0);
     Error::parse(label, line, "toml", e.message().to_string())
 }

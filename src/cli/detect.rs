@@ -1,14 +1,102 @@
 //! `pcpmodel detect`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::report::Format;
+use pcpmodel::detect::detect;
+use pcpmodel::report::{Format, Report, Table};
+use serde_json::{json, Map, Value};
 
 /// Arguments of `pcpmodel detect`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Root of the tree to read (`sys/devices/system/...`, `proc/...` below it); `/` is the
+    /// running host.
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+
+    /// Print only the filled machine as a machine file (TOML), usable wherever a machine name
+    /// is accepted (`pcpmodel detect --toml > host.toml`).
+    #[arg(long)]
+    pub toml: bool,
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(cell).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
 
 /// Runs `pcpmodel detect`.
-pub fn run(_args: Args, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'detect' is not implemented yet")
+pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    let d = detect(&args.root)?;
+    if args.toml {
+        let (m, assumed) = d.to_machine()?;
+        let mut text = format!(
+            "# Detected by `pcpmodel detect --toml` from {}.\n# Filled by assumption (replace \
+             with measurements): {}\n",
+            d.root,
+            assumed.join(", ")
+        );
+        text.push_str(&m.to_toml_string()?);
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows = d.rows();
+    let mut t = Table::new(["field", "value", "unit", "status", "how"])
+        .titled(format!("Detected from {}", d.root));
+    let mut obj = Map::new();
+    for r in &rows {
+        t.push([
+            r.name.clone(),
+            cell(&r.value),
+            r.unit.to_string(),
+            r.status.as_str().to_string(),
+            r.source.clone(),
+        ]);
+        obj.insert(
+            r.name.clone(),
+            json!({"value": r.value, "unit": r.unit, "status": r.status, "source": r.source}),
+        );
+    }
+    let mut notes = vec![
+        "detected = read from a file; derived = computed from what was read; missing = not in \
+         sysfs or /proc (inclusivity and every latency are never there)."
+            .to_string(),
+    ];
+    let code = match d.to_machine() {
+        Ok((m, assumed)) => {
+            obj.insert("machine".into(), serde_json::to_value(&m)?);
+            obj.insert("assumed".into(), json!(assumed));
+            notes.push(format!(
+                "A complete machine (`--format json` key `machine`, or `--toml`) fills {} \
+                 missing field(s) with values labelled \"assumed: missing from sysfs, typical \
+                 value for <vendor>\": {}.",
+                assumed.len(),
+                assumed.join(", ")
+            ));
+            notes.push(
+                "Save it with `pcpmodel detect --toml > host.toml` and replace the assumed \
+                 latencies with measured ones."
+                    .into(),
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            obj.insert("machine".into(), Value::Null);
+            obj.insert("machine_error".into(), json!(e.to_string()));
+            notes.push(format!("No usable machine could be built: {e}"));
+            ExitCode::from(1)
+        }
+    };
+    let report = Report {
+        json: Value::Object(obj),
+        tables: vec![t],
+        notes,
+    };
+    super::print_report(&report, format);
+    Ok(code)
 }
