@@ -323,7 +323,7 @@ impl Bucket {
 /// Summary statistics treat each bucket as a uniform distribution over its continuous range
 /// `[lo_ns, hi_ns + 1)`: the mean uses bucket midpoints, percentiles interpolate linearly inside
 /// the bucket where the cumulative count crosses the rank. For log2 buckets the midpoint mean
-/// overestimates the true mean when the density falls within a bucket (it did by 8-10 % on the
+/// overestimates the true mean when the density falls within a bucket (it did by 8-16 % on the
 /// thread-000 histograms); compare predicted and measured histograms bucket by bucket, or both
 /// through the same midpoint rule.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

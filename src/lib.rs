@@ -10,6 +10,7 @@
 pub mod data;
 pub mod detect;
 pub mod error;
+pub mod import;
 pub mod kernel;
 pub mod machine;
 pub mod provenance;
