@@ -201,11 +201,7 @@ impl Machine {
                 name: name.to_string(),
                 hint: format!(
                     ": built-in machines are {}",
-                    BUILTIN
-                        .iter()
-                        .map(|b| b.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    BUILTIN.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
                 ),
             })?;
         Self::from_toml_str(b.toml, &format!("built-in models/{}.toml", b.name))
