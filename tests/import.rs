@@ -464,3 +464,32 @@ fn cli_import_errors_exit_2_with_the_line() {
         .code(2)
         .stderr(predicates::str::contains("numbered 1 to 5"));
 }
+
+// ----------------------------------------------------------------------------------- fuzz
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// The parsers return errors, never panic, on arbitrary text made of the characters their
+    /// formats use.
+    #[test]
+    fn parsers_never_panic(text in "[0-9a-fKMGnsecudmx@\\[\\](),.:|*> =3DE\\n\t-]{0,200}") {
+        let _ = import::funclatency(&text, "fuzz");
+        let _ = import::bpftrace(&text, "fuzz", TimeUnit::Ns);
+        let _ = import::perf_lock(&text, "fuzz");
+    }
+
+    /// Well-formed funclatency rows with any counts round-trip exactly.
+    #[test]
+    fn funclatency_round_trip(counts in proptest::collection::vec(0u64..1_000_000_000, 1..30)) {
+        let mut text = String::from("     nsecs               : count     distribution\n");
+        for (k, c) in counts.iter().enumerate() {
+            let (lo, hi) = if k == 0 { (0u64, 1u64) } else { (1u64 << k, (1u64 << (k + 1)) - 1) };
+            text.push_str(&format!("{lo:>20} -> {hi:<20} : {c:<8} |{:40}|\n", ""));
+        }
+        let got = import::funclatency(&text, "rt").expect("parses");
+        let back: Vec<u64> = got[0].histogram.buckets().iter().map(|b| b.count).collect();
+        proptest::prop_assert_eq!(back, counts);
+        proptest::prop_assert!(got[0].histogram.is_log2() && got[0].histogram.is_contiguous());
+    }
+}
