@@ -11,6 +11,7 @@ pub mod data;
 pub mod detect;
 pub mod error;
 pub mod fit;
+pub mod import;
 pub mod kernel;
 pub mod machine;
 pub mod provenance;

@@ -11,6 +11,7 @@ use pcpmodel::report::{Format, Report};
 
 mod data;
 mod detect;
+mod import;
 mod kernel;
 mod machines;
 mod zoneinfo;
@@ -76,6 +77,8 @@ pub enum Command {
     Detect(detect::Args),
     /// List or show the measured tables transcribed from the seed threads.
     Data(data::Args),
+    /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
+    Import(import::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -89,6 +92,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Zoneinfo(a) => zoneinfo::run(a, format),
         Command::Detect(a) => detect::run(a, format),
         Command::Data(a) => data::run(a, format),
+        Command::Import(a) => import::run(a, format),
     }
 }
 
