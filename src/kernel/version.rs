@@ -1,0 +1,268 @@
+//! Kernel versions and the version ranges that change the PCP formulas.
+//!
+//! The PCP code changed in four steps that matter for this crate ([`Era`]):
+//!
+//! | era | versions | what decides `pcp->high` | pages per zone->lock hold on free |
+//! |---|---|---|---|
+//! | [`Era::Legacy`] | <= 5.13 | `6 * batch`, or `managed / percpu_pagelist_fraction` | `batch` |
+//! | [`Era::SplitHigh`] | 5.14 - 6.6 | `max(low_wmark / ncpu, 4 * batch)` | `batch << free_factor`, up to `high - batch` |
+//! | [`Era::AutoTune`] | 6.7 - 6.18 | auto-tuned between `high_min` and `high_max` | up to `batch << CONFIG_PCP_BATCH_SCALE_MAX` |
+//! | [`Era::BatchedFree`] | >= 6.19 | as 6.7 - 6.18 | chunks of at most `batch` |
+//!
+//! Finer facts, each with its own method on [`KernelVersion`]:
+//! - `free_high` (drain the PCP on high-order frees without allocations) exists from 5.18
+//!   (f26b3fa04611, "mm/page_alloc: limit number of high-order pages on PCP during bulk free").
+//! - `CONFIG_PCP_BATCH_SCALE_MAX` (52166607ecc9, `default 5`, `range 0 6`) exists from 6.7; it
+//!   was backported to 6.6-stable in August 2024, so a late 6.6.y kernel may have it too
+//!   ([`KernelVersion::may_have_scale_max_backport`]).
+//! - `/proc/zoneinfo` prints `high_min` / `high_max` from 6.13 (MengEn Sun, posted 10 Oct 2024;
+//!   the 6.18 sample has it).
+//! - The `free_high` threshold became `batch + high_min / 2` (Nikhil Dhama, April 2025). The
+//!   merge version is **not verified**; this crate assumes 6.15.
+//! - Frees in chunks of at most `batch` with the pcp lock dropped in between from 6.19 (Joshua
+//!   Hahn, "mm/page_alloc: Batch page freeing in free_frozen_page_commit", Oct 2025; posted after
+//!   6.18-rc1, no tagged release confirmed).
+//! - `min_free_kbytes` upper bound 65536 before 5.7, 262144 from 5.7 (Joel Savitz, "increase
+//!   default min_free_kbytes bound"). Verified from source: a 5.4 tree clamps at 65536, 5.10.228
+//!   clamps at 262144; the switch at 5.7 is the patch's merge window, not read from a 5.7 tree.
+//! - `WMARK_PROMO` exists from 5.18 (c574bbe91703, NUMA balancing memory tiering).
+//! - ZONE_MOVABLE gets the highmem treatment in `__setup_per_zone_wmarks()` (small `min`, left
+//!   out of `lowmem_pages`) in a 6.6-era copy of mm/page_alloc.c and later; patch by liuq (2023).
+//!   This crate assumes 6.6; the exact version is not verified.
+//! - High-order (orders 1-3 and THP) pages on PCP lists from 5.13 (44042b449872).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+
+use crate::error::{Error, Result};
+
+/// A kernel version: major and minor. Patch levels and local suffixes are ignored because no
+/// formula here depends on them (see [`KernelVersion::may_have_scale_max_backport`] for the one
+/// stable backport that matters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KernelVersion {
+    /// Major version, e.g. 6.
+    pub major: u32,
+    /// Minor version, e.g. 18.
+    pub minor: u32,
+}
+
+/// The ranges of kernel versions whose PCP code differs (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// <= 5.13: `high = 6 * batch` (or `managed / vm.percpu_pagelist_fraction`); a free that
+    /// reaches `high` drains `batch` pages.
+    Legacy,
+    /// 5.14 - 6.6: `high = max(low_wmark / ncpu, 4 * batch)` (or `managed /
+    /// vm.percpu_pagelist_high_fraction / ncpu`); frees drain `batch << free_factor` pages.
+    SplitHigh,
+    /// 6.7 - 6.18: `high` auto-tuned between `high_min` and `high_max`; one zone->lock hold per
+    /// bulk free of up to `batch << CONFIG_PCP_BATCH_SCALE_MAX` pages.
+    AutoTune,
+    /// From 6.19: as [`Era::AutoTune`], but bulk frees are split into chunks of at most `batch`
+    /// pages, one zone->lock hold each.
+    BatchedFree,
+}
+
+impl Era {
+    /// The version range as text, e.g. `"5.14-6.6"`.
+    pub fn range(self) -> &'static str {
+        match self {
+            Era::Legacy => "<=5.13",
+            Era::SplitHigh => "5.14-6.6",
+            Era::AutoTune => "6.7-6.18",
+            Era::BatchedFree => ">=6.19",
+        }
+    }
+
+    /// True for the eras with `high_min` / `high_max` auto-tuning (6.7 and later).
+    pub fn auto_tunes_high(self) -> bool {
+        matches!(self, Era::AutoTune | Era::BatchedFree)
+    }
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.range())
+    }
+}
+
+impl KernelVersion {
+    /// A version from its parts.
+    pub const fn new(major: u32, minor: u32) -> Self {
+        KernelVersion { major, minor }
+    }
+
+    /// The default version of the `kernel` command: 6.18.
+    pub const DEFAULT: KernelVersion = KernelVersion::new(6, 18);
+
+    /// Parses `"5.18"`, `"6.18.44-fc-v857"`, `"v6.6.30"`, `"6.1.0-18-amd64"`. `label` names the
+    /// source in errors (a file name, `--kernel`, ...).
+    pub fn parse_labeled(text: &str, label: &str) -> Result<Self> {
+        let err = |m: &str| {
+            Error::parse(
+                label,
+                0,
+                "kernel version",
+                format!(
+                    "'{}': {m} (expected e.g. 5.18 or 6.18.44-generic)",
+                    text.trim()
+                ),
+            )
+        };
+        let t = text.trim();
+        let t = t.strip_prefix('v').unwrap_or(t);
+        let digits = |s: &str| -> (String, usize) {
+            let d: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let n = d.len();
+            (d, n)
+        };
+        let (maj, n) = digits(t);
+        if n == 0 {
+            return Err(err("no major version number"));
+        }
+        let rest = &t[n..];
+        let rest = rest
+            .strip_prefix('.')
+            .ok_or_else(|| err("no '.' after the major version"))?;
+        let (min, m) = digits(rest);
+        if m == 0 {
+            return Err(err("no minor version number"));
+        }
+        let tail = &rest[m..];
+        if let Some(c) = tail.chars().next() {
+            if !matches!(c, '.' | '-' | '+' | '_' | '~') {
+                return Err(err("unexpected character after the minor version"));
+            }
+        }
+        let major: u32 = maj.parse().map_err(|_| err("major version too large"))?;
+        let minor: u32 = min.parse().map_err(|_| err("minor version too large"))?;
+        if !(2..=99).contains(&major) {
+            return Err(err("major version out of range 2..99"));
+        }
+        Ok(KernelVersion { major, minor })
+    }
+
+    /// Parses a version (see [`KernelVersion::parse_labeled`]); errors name "kernel version".
+    pub fn parse(text: &str) -> Result<Self> {
+        Self::parse_labeled(text, "kernel version")
+    }
+
+    /// True when `self >= major.minor`.
+    pub fn at_least(self, major: u32, minor: u32) -> bool {
+        self >= KernelVersion::new(major, minor)
+    }
+
+    /// The era of this version.
+    pub fn era(self) -> Era {
+        if !self.at_least(5, 14) {
+            Era::Legacy
+        } else if !self.at_least(6, 7) {
+            Era::SplitHigh
+        } else if !self.at_least(6, 19) {
+            Era::AutoTune
+        } else {
+            Era::BatchedFree
+        }
+    }
+
+    /// `free_high` exists (>= 5.18, f26b3fa04611).
+    pub fn has_free_high(self) -> bool {
+        self.at_least(5, 18)
+    }
+
+    /// `CONFIG_PCP_BATCH_SCALE_MAX` exists in mainline (>= 6.7).
+    pub fn has_pcp_batch_scale_max(self) -> bool {
+        self.at_least(6, 7)
+    }
+
+    /// A 6.6.y stable kernel may carry the August 2024 backport of `CONFIG_PCP_BATCH_SCALE_MAX`
+    /// (52166607ecc9); which 6.6.y first had it is not verified here.
+    pub fn may_have_scale_max_backport(self) -> bool {
+        self == KernelVersion::new(6, 6)
+    }
+
+    /// `/proc/zoneinfo` prints `high_min` and `high_max` per CPU (>= 6.13).
+    pub fn zoneinfo_has_high_min_max(self) -> bool {
+        self.at_least(6, 13)
+    }
+
+    /// The `free_high` threshold is `batch + high_min / 2` rather than `batch` (assumed >= 6.15;
+    /// the merge version is **not verified**).
+    pub fn free_high_threshold_uses_high_min(self) -> bool {
+        self.at_least(6, 15)
+    }
+
+    /// Bulk frees are split into chunks of at most `batch` pages (>= 6.19).
+    pub fn frees_in_batch_chunks(self) -> bool {
+        self.at_least(6, 19)
+    }
+
+    /// `WMARK_PROMO` exists (>= 5.18).
+    pub fn has_promo_watermark(self) -> bool {
+        self.at_least(5, 18)
+    }
+
+    /// Upper clamp of the computed `min_free_kbytes`: 65536 before 5.7, 262144 from 5.7.
+    pub fn min_free_kbytes_upper_bound(self) -> u64 {
+        if self.at_least(5, 7) {
+            262_144
+        } else {
+            65_536
+        }
+    }
+
+    /// ZONE_MOVABLE is handled like highmem by `__setup_per_zone_wmarks()` (assumed >= 6.6).
+    pub fn movable_watermarks_like_highmem(self) -> bool {
+        self.at_least(6, 6)
+    }
+
+    /// Orders 1-3 and the THP order can sit on PCP lists (>= 5.13); before, only order 0.
+    pub fn has_high_order_pcp(self) -> bool {
+        self.at_least(5, 13)
+    }
+
+    /// `vm.percpu_pagelist_high_fraction` exists (>= 5.14); before it was
+    /// `vm.percpu_pagelist_fraction`.
+    pub fn has_percpu_pagelist_high_fraction(self) -> bool {
+        self.at_least(5, 14)
+    }
+}
+
+impl fmt::Display for KernelVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for KernelVersion {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for KernelVersion {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_orders() {
+        assert_eq!(
+            KernelVersion::parse("6.18.44-fc-v857").unwrap(),
+            KernelVersion::new(6, 18)
+        );
+        assert!(KernelVersion::new(5, 18) < KernelVersion::new(6, 1));
+        assert!(KernelVersion::parse("6").is_err());
+        assert!(KernelVersion::parse("6.x").is_err());
+    }
+}
