@@ -14,6 +14,8 @@ pub mod fit;
 pub mod import;
 pub mod kernel;
 pub mod machine;
+pub mod model;
+pub mod optimize;
 pub mod provenance;
 pub mod report;
 pub mod stats;

@@ -249,16 +249,30 @@ impl Hierarchy {
     }
 }
 
-/// Reuse distance distribution: a mixture of uniform segments, in 4 KiB pages touched by the
+/// One component of a reuse distance distribution: `D = offset + X + Y` with `X ~ U[0, a)` and
+/// `Y ~ U[0, b)` independent (a trapezoid; a uniform when one width is 0; a point when both are).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Segment {
+    /// Probability of this component.
+    pub weight: f64,
+    /// Smallest distance, pages.
+    pub offset_pages: f64,
+    /// Width of the first uniform, pages.
+    pub a_pages: f64,
+    /// Width of the second uniform, pages.
+    pub b_pages: f64,
+}
+
+/// Reuse distance distribution: a mixture of [`Segment`]s, in 4 KiB pages touched by the
 /// consumer between a page's free and its reuse by the producer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReuseDist {
-    /// `(weight, lo_pages, hi_pages)`; weights sum to 1; `lo <= hi`.
-    pub segments: Vec<(f64, f64, f64)>,
+    /// Components; weights sum to 1.
+    pub segments: Vec<Segment>,
 }
 
 impl ReuseDist {
-    /// A single uniform segment on `[lo, hi)` pages (a point mass when `lo == hi`).
+    /// A single uniform on `[lo, hi)` pages (a point mass when `lo == hi`).
     pub fn uniform(lo_pages: f64, hi_pages: f64) -> ReuseDist {
         let (lo, hi) = if lo_pages <= hi_pages {
             (lo_pages, hi_pages)
@@ -266,7 +280,12 @@ impl ReuseDist {
             (hi_pages, lo_pages)
         };
         ReuseDist {
-            segments: vec![(1.0, lo.max(0.0), hi.max(0.0))],
+            segments: vec![Segment {
+                weight: 1.0,
+                offset_pages: lo.max(0.0),
+                a_pages: hi.max(0.0) - lo.max(0.0),
+                b_pages: 0.0,
+            }],
         }
     }
 
@@ -274,30 +293,21 @@ impl ReuseDist {
     pub fn mean_pages(&self) -> f64 {
         self.segments
             .iter()
-            .map(|(w, lo, hi)| w * 0.5 * (lo + hi))
+            .map(|s| s.weight * (s.offset_pages + 0.5 * (s.a_pages + s.b_pages)))
             .sum()
     }
 
-    /// Smallest and largest reuse distance, pages.
+    /// Smallest and largest reuse distance over components of non-zero weight, pages.
     pub fn range_pages(&self) -> (f64, f64) {
-        let lo = self
-            .segments
-            .iter()
-            .map(|s| s.1)
+        let live = self.segments.iter().filter(|s| s.weight > 0.0);
+        let lo = live
+            .clone()
+            .map(|s| s.offset_pages)
             .fold(f64::INFINITY, f64::min);
-        let hi = self.segments.iter().map(|s| s.2).fold(0.0, f64::max);
+        let hi = live
+            .map(|s| s.offset_pages + s.a_pages + s.b_pages)
+            .fold(0.0, f64::max);
         (lo, hi)
-    }
-
-    /// Shifts every distance by `extra_pages` (other data the consumer touches in between).
-    pub fn shifted(&self, extra_pages: f64) -> ReuseDist {
-        ReuseDist {
-            segments: self
-                .segments
-                .iter()
-                .map(|&(w, lo, hi)| (w, lo + extra_pages, hi + extra_pages))
-                .collect(),
-        }
     }
 
     /// Average survival probability over this distribution in a cache of `capacity_pages` with
@@ -305,7 +315,7 @@ impl ReuseDist {
     pub fn survival(&self, capacity_pages: f64, ways: f64) -> f64 {
         self.segments
             .iter()
-            .map(|&(w, lo, hi)| w * survival_avg(lo, hi, capacity_pages, ways))
+            .map(|s| s.weight * survival_trapezoid(s, capacity_pages, ways))
             .sum()
     }
 }
@@ -385,6 +395,48 @@ pub fn survival_avg(lo: f64, hi: f64, capacity_pages: f64, ways: f64) -> f64 {
         }
     };
     ((e(k * hi) - e(k * lo)) / (k * (hi - lo))).clamp(0.0, 1.0)
+}
+
+/// `G(Λ) = ∫₀^Λ E[min(N_λ, W)] dλ = W·Λ − Σ_{i=1..W} (W − i + 1)·P[N_Λ ≥ i]`.
+fn second_integral(lambda: f64, ways: u32) -> f64 {
+    let w = f64::from(ways);
+    if lambda <= 0.0 {
+        return 0.0;
+    }
+    // Far past the step every P[N ≥ i] is 1: G = WΛ − W(W+1)/2.
+    if lambda > w + 40.0 * w.sqrt() + 60.0 {
+        return w * lambda - w * (w + 1.0) / 2.0;
+    }
+    let mut term = (-lambda).exp();
+    let mut cdf = term; // P[N ≤ 0]
+    let mut s = 0.0;
+    for i in 1..=ways {
+        s += (w - f64::from(i) + 1.0) * (1.0 - cdf);
+        term *= lambda / f64::from(i);
+        cdf += term;
+    }
+    w * lambda - s
+}
+
+/// Average of [`survival`] over one [`Segment`] (closed form through the second integral of the
+/// survival function: `E = [G(k(c+a+b)) − G(k(c+a)) − G(k(c+b)) + G(kc)] / (k² a b)`).
+pub fn survival_trapezoid(seg: &Segment, capacity_pages: f64, ways: f64) -> f64 {
+    let (c, a, b) = (
+        seg.offset_pages.max(0.0),
+        seg.a_pages.max(0.0),
+        seg.b_pages.max(0.0),
+    );
+    if a < 1e-6 || b < 1e-6 {
+        return survival_avg(c, c + a + b, capacity_pages, ways);
+    }
+    if capacity_pages <= 0.0 {
+        return 0.0;
+    }
+    let w = ways.round().max(1.0);
+    let k = w / capacity_pages;
+    let g = |x: f64| second_integral(k * x, w as u32);
+    let v = (g(c + a + b) - g(c + a) - g(c + b) + g(c)) / (k * k * a * b);
+    v.clamp(0.0, 1.0)
 }
 
 /// Probability of finding a reused line at each level.
@@ -494,6 +546,32 @@ mod tests {
                 survival(lo, c, w)
             };
             assert_relative_eq!(survival_avg(lo, hi, c, w), num, epsilon = 1e-6);
+        }
+    }
+
+    #[test]
+    fn trapezoid_average_matches_numeric_double_integral() {
+        for &(c, a, b, cap, w) in &[
+            (63.0, 514.0, 56.0, 320.0, 20.0),
+            (0.0, 8.0, 112.0, 64.0, 4.0),
+            (12290.0, 252.0, 56.0, 12608.0, 12.0),
+        ] {
+            let n = 400;
+            let mut num = 0.0;
+            for i in 0..n {
+                for j in 0..n {
+                    let d = c + a * (i as f64 + 0.5) / n as f64 + b * (j as f64 + 0.5) / n as f64;
+                    num += survival(d, cap, w);
+                }
+            }
+            num /= (n * n) as f64;
+            let seg = Segment {
+                weight: 1.0,
+                offset_pages: c,
+                a_pages: a,
+                b_pages: b,
+            };
+            assert_relative_eq!(survival_trapezoid(&seg, cap, w), num, epsilon = 1e-5);
         }
     }
 

@@ -1,0 +1,10 @@
+//! Cost models, one component per file. Each takes typed physical inputs and returns an estimate
+//! with its terms; none reads files or command-line flags.
+//!
+//! - [`cache`]: where a reused line is found (private cache, LLC, DRAM) and what it costs.
+//! - [`pcp`]: the PCP lists' drain/refill discipline and the reuse distance it gives a page.
+//! - [`netperf`]: thread 004's producer/consumer throughput as a function of pcp->high.
+
+pub mod cache;
+pub mod netperf;
+pub mod pcp;
