@@ -130,3 +130,30 @@ fn too_small_memory_is_an_error_not_a_panic() {
     m.topology.numa_nodes.value = 0;
     assert!(zone_layout(&m).is_err());
 }
+
+#[test]
+fn a_configured_zone_gives_a_pcp_state_to_step() {
+    let cfg = configure(
+        &icelake(),
+        KernelVersion::new(5, 18),
+        KernelOptions::default(),
+    )
+    .unwrap();
+    let mut s = cfg.pcp_state(0, ZoneKind::Normal).unwrap();
+    let mut holds = Vec::new();
+    for _ in 0..2000 {
+        holds.extend(s.free(0).unwrap().drained_pages_per_hold);
+    }
+    // high 420 here (not 421): 63, 126, 252, then high - batch = 357.
+    assert_eq!(&holds[..4], &[63, 126, 252, 357]);
+    assert!(cfg.pcp_state(1, ZoneKind::Dma).is_err());
+    let cfg = configure(
+        &icelake(),
+        KernelVersion::new(6, 18),
+        KernelOptions::default(),
+    )
+    .unwrap();
+    let s = cfg.pcp_state(1, ZoneKind::Normal).unwrap();
+    assert_eq!(s.pcp_batch_scale_max(), Some(5));
+    assert_eq!(s.high_pages, 0, "pcp->high starts at 0 on 6.7+");
+}

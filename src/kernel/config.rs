@@ -22,14 +22,14 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::kernel::layout::{zone_layout, ZoneKind, ZoneSpec};
-use crate::kernel::ops::{DEFAULT_PCP_BATCH_SCALE_MAX, MAX_PCP_BATCH_SCALE_MAX};
+use crate::kernel::ops::{PcpState, DEFAULT_PCP_BATCH_SCALE_MAX, MAX_PCP_BATCH_SCALE_MAX};
 use crate::kernel::pageset::{
     zone_set_pageset_high_and_batch, PagesetInputs, PagesetTunables, PcpLimits,
 };
 use crate::kernel::version::{Era, KernelVersion};
 use crate::kernel::watermarks::{
-    decide_min_free_kbytes, setup_per_zone_wmarks, MinFreeDecision, ThpMode, Watermarks,
-    DEFAULT_WATERMARK_SCALE_FACTOR,
+    decide_min_free_kbytes, setup_per_zone_wmarks, MinFreeDecision, MinFreeRule, ThpMode,
+    Watermarks, DEFAULT_WATERMARK_SCALE_FACTOR,
 };
 use crate::machine::Machine;
 
@@ -150,6 +150,19 @@ impl KernelConfig {
             .iter()
             .find(|z| z.zone.node == node && z.zone.kind == kind)
     }
+
+    /// An empty pageset of the zone of `kind` on `node`, ready to step with
+    /// [`PcpState::alloc`] / [`PcpState::free`]. Errors when the zone is not populated.
+    pub fn pcp_state(&self, node: u32, kind: ZoneKind) -> Result<PcpState> {
+        let z = self.zone(node, kind).ok_or_else(|| {
+            Error::invalid(
+                "kernel configuration",
+                "zone",
+                format!("node {node} has no populated {kind} zone"),
+            )
+        })?;
+        PcpState::new(self.version, z.pcp, self.pcp_batch_scale_max)
+    }
 }
 
 /// Configures the given zones (all zones of the machine, every node). `cpus_per_node[n]` is
@@ -167,7 +180,7 @@ pub fn configure_zones(
         decide_min_free_kbytes(zones, options.thp, options.watermark_scale_factor, version)?;
     if let Some(given) = options.min_free_kbytes {
         min_free.min_free_kbytes = given;
-        min_free.rule = crate::kernel::watermarks::MinFreeRule::Given;
+        min_free.rule = MinFreeRule::Given;
     }
     let wmarks = setup_per_zone_wmarks(
         zones,
@@ -214,7 +227,7 @@ pub fn configure_zones(
         version.era()
     )];
     notes.push(match min_free.rule {
-        crate::kernel::watermarks::MinFreeRule::Given => format!(
+        MinFreeRule::Given => format!(
             "min_free_kbytes {} set by hand (computed would be {} kB)",
             min_free.min_free_kbytes, min_free.sqrt_kbytes
         ),

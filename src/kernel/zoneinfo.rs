@@ -623,8 +623,9 @@ pub struct MinFreeMatch {
     pub detail: String,
     /// The matching `min_free_kbytes` (None when given).
     pub min_free_kbytes: Option<u64>,
-    /// `min_free_kbytes >> 2` consistent with the file's `min` values, when inferred (given).
-    pub inferred_pages_min: Option<u64>,
+    /// The `min_free_kbytes` range (kB, inclusive) that reproduces the file's `min` values,
+    /// when `min` was taken as given and such a range exists.
+    pub consistent_min_free_kbytes: Option<(u64, u64)>,
     /// Every candidate tried: (rule description, kB).
     pub tried: Vec<(String, u64)>,
 }
@@ -682,9 +683,13 @@ fn cpu_list_text(cpus: &[u32], all: usize) -> String {
     out.join(",")
 }
 
-/// Tries to find `pages_min` (= `min_free_kbytes >> 2`) that reproduces every lowmem zone's
-/// `min` (file value minus boost). Returns the smallest one.
-fn infer_pages_min(info: &ZoneInfo, specs: &[ZoneSpec], version: KernelVersion) -> Option<u64> {
+/// The range of `pages_min` (= `min_free_kbytes >> 2`) that reproduces every lowmem zone's
+/// `min` (file value minus boost), when one exists.
+fn infer_pages_min(
+    info: &ZoneInfo,
+    specs: &[ZoneSpec],
+    version: KernelVersion,
+) -> Option<(u64, u64)> {
     let lowmem = lowmem_pages(specs, version);
     if lowmem == 0 {
         return None;
@@ -698,26 +703,26 @@ fn infer_pages_min(info: &ZoneInfo, specs: &[ZoneSpec], version: KernelVersion) 
         })
         .collect();
     let (big, _) = probe.iter().max_by_key(|(_, s)| s.managed_pages)?;
-    let m = big.min_pages.saturating_sub(big.boost_pages);
-    // floor(p * M / L) == m  <=>  p in [ceil(m L / M), ceil((m+1) L / M) - 1]
+    let m = u128::from(big.min_pages.saturating_sub(big.boost_pages));
+    // floor(p * M / L) == m  <=>  p in [ceil(m L / M), ceil((m + 1) L / M) - 1]
     let managed = u128::from(big.managed_pages);
     let l = u128::from(lowmem);
-    let lo = (u128::from(m) * l).div_ceil(managed);
-    let hi = ((u128::from(m) + 1) * l)
-        .div_ceil(managed)
-        .saturating_sub(1);
+    let lo = (m * l).div_ceil(managed);
+    let hi = ((m + 1) * l).div_ceil(managed).saturating_sub(1);
+    let mut found: Option<(u64, u64)> = None;
     let mut p = lo;
     while p <= hi && p <= lo + 1_000_000 {
         let ok = probe.iter().all(|(z, s)| {
-            let got = (p * u128::from(s.managed_pages)) / l;
-            got == u128::from(z.min_pages.saturating_sub(z.boost_pages))
+            (p * u128::from(s.managed_pages)) / l
+                == u128::from(z.min_pages.saturating_sub(z.boost_pages))
         });
         if ok {
-            return u64::try_from(p).ok();
+            let pv = u64::try_from(p).ok()?;
+            found = Some(found.map_or((pv, pv), |(a, _)| (a, pv)));
         }
         p += 1;
     }
-    None
+    found
 }
 
 /// Checks a parsed zoneinfo against the kernel's formulas (see the module documentation).
@@ -840,7 +845,7 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
                 rule,
                 detail,
                 min_free_kbytes: Some(kb),
-                inferred_pages_min: None,
+                consistent_min_free_kbytes: None,
                 tried,
             },
             Some(wm),
@@ -855,10 +860,10 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
                     .map(|(r, _, k)| format!("{} {k} kB", r.name()))
                     .collect::<Vec<_>>()
                     .join(", "),
-                p.map_or(String::new(), |p| format!(
-                    " (consistent with min_free_kbytes {}..{})",
-                    p * 4,
-                    p * 4 + 3
+                p.map_or(String::new(), |(a, b)| format!(
+                    " (consistent with min_free_kbytes {}..{} kB)",
+                    a * 4,
+                    b * 4 + 3
                 )),
             ));
             (
@@ -866,7 +871,7 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
                     rule: MinFreeRule::Given,
                     detail: "min taken from the file".to_string(),
                     min_free_kbytes: None,
-                    inferred_pages_min: p,
+                    consistent_min_free_kbytes: p.map(|(a, b)| (a * 4, b * 4 + 3)),
                     tried,
                 },
                 None,
@@ -911,7 +916,7 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
                     // tmp == min for lowmem zones: rebuild pages_min-free watermarks from min.
                     None
                 } else {
-                    min_free.inferred_pages_min
+                    min_free.consistent_min_free_kbytes.map(|(a, _)| a / 4)
                 };
                 match (is_low, pages_min) {
                     (true, _) => {
