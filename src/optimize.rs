@@ -31,7 +31,12 @@ pub struct Argmax {
 
 /// Sweeps `lo..=hi` in steps of 1 and returns the argmax and the range within `tolerance`
 /// (relative) of the best. Non-finite scores are skipped; `None` when none is finite.
-pub fn sweep_argmax(lo: u32, hi: u32, tolerance: f64, mut score: impl FnMut(u32) -> f64) -> Option<Argmax> {
+pub fn sweep_argmax(
+    lo: u32,
+    hi: u32,
+    tolerance: f64,
+    mut score: impl FnMut(u32) -> f64,
+) -> Option<Argmax> {
     let n = (hi.saturating_sub(lo) as usize) + 1;
     let mut values = Vec::with_capacity(n);
     let mut best: Option<(u32, f64)> = None;
@@ -70,7 +75,11 @@ pub fn sweep_argmax(lo: u32, hi: u32, tolerance: f64, mut score: impl FnMut(u32)
 /// Argmax by a log-spaced coarse grid (0 and ~`points` values from 1 to `hi`) refined by an
 /// exhaustive search between the coarse neighbours of the coarse optimum. Cheap enough to run for
 /// hundreds of parameter samples.
-pub fn fast_argmax(hi: u32, points: usize, mut score: impl FnMut(u32) -> f64) -> Option<(u32, f64)> {
+pub fn fast_argmax(
+    hi: u32,
+    points: usize,
+    mut score: impl FnMut(u32) -> f64,
+) -> Option<(u32, f64)> {
     let mut grid: Vec<u32> = vec![0];
     let hi_f = f64::from(hi.max(1));
     for i in 0..points {
@@ -136,7 +145,10 @@ mod tests {
 
     #[test]
     fn argmax_of_a_parabola_and_its_one_percent_range() {
-        let a = sweep_argmax(0, 1000, 0.01, |x| 1.0 - ((x as f64 - 400.0) / 400.0).powi(2)).unwrap();
+        let a = sweep_argmax(0, 1000, 0.01, |x| {
+            1.0 - ((x as f64 - 400.0) / 400.0).powi(2)
+        })
+        .unwrap();
         assert_eq!(a.best_x, 400);
         assert_eq!(a.evaluated, 1001);
         // 1 - (d/400)^2 >= 0.99  <=>  |d| <= 40

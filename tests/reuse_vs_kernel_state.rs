@@ -57,7 +57,9 @@ fn simulate(version: KernelVersion, high: u32, order: u8, steps: usize) -> Vec<f
         let mut drained = f.drained_pages() as u64;
         while drained > 0 {
             // free_pcppages_bulk takes the oldest block first; a block counts 2^order pages.
-            let Some(old) = consumer_list.pop_back() else { break };
+            let Some(old) = consumer_list.pop_back() else {
+                break;
+            };
             buddy.push(old);
             drained = drained.saturating_sub(u);
         }
@@ -110,7 +112,12 @@ fn closed_form_matches_kernel_state_machine_on_6_7_order_0() {
 #[test]
 #[ignore]
 fn print_quantiles() {
-    for (v, h, o) in [((5, 17), 320, 3), ((5, 17), 0, 3), ((5, 17), 640, 3), ((6, 7), 320, 0)] {
+    for (v, h, o) in [
+        ((5, 17), 320, 3),
+        ((5, 17), 0, 3),
+        ((5, 17), 640, 3),
+        ((6, 7), 320, 0),
+    ] {
         let mut s = simulate(KernelVersion::new(v.0, v.1), h, o, 60_000);
         s.sort_by(f64::total_cmp);
         let q: Vec<String> = [0.0, 0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98, 1.0]
@@ -118,6 +125,9 @@ fn print_quantiles() {
             .map(|q| format!("{:.0}", s[((s.len() - 1) as f64 * q) as usize]))
             .collect();
         let mean = s.iter().sum::<f64>() / s.len() as f64;
-        println!("{v:?} high {h} order {o}: mean {mean:.0} quantiles {}", q.join(" "));
+        println!(
+            "{v:?} high {h} order {o}: mean {mean:.0} quantiles {}",
+            q.join(" ")
+        );
     }
 }

@@ -23,7 +23,7 @@
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::model::cache::{page_access_cost, HitProbs, Hierarchy, PageAccessCost};
+use crate::model::cache::{page_access_cost, Hierarchy, HitProbs, PageAccessCost};
 use crate::model::pcp::{dynamics, Dynamics, Flow};
 
 /// Parameters of the netperf model (physical units in the names).

@@ -88,7 +88,10 @@ pub struct Flow {
     pub same_cpu: bool,
 }
 
-fn ser_version<S: serde::Serializer>(v: &KernelVersion, s: S) -> std::result::Result<S::Ok, S::Error> {
+fn ser_version<S: serde::Serializer>(
+    v: &KernelVersion,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{}.{}", v.major, v.minor))
 }
 
@@ -169,16 +172,25 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
 
     let a = flow.consumer_allocs_per_free;
     let (drain_pages, regime) = if flow.same_cpu {
-        (u, "same CPU: freed pages are reused from the list head".to_string())
+        (
+            u,
+            "same CPU: freed pages are reused from the list head".to_string(),
+        )
     } else if flow.high_pages == 0 {
-        (u, "bypass: high = 0, every free goes to the buddy allocator".to_string())
+        (
+            u,
+            "bypass: high = 0, every free goes to the buddy allocator".to_string(),
+        )
     } else if flow.free_high && flow.kernel.has_free_high() && flow.order > 0 && flow.order <= 3 {
         (
             u,
             "free_high: high-order frees without allocation drain the list (bypass)".to_string(),
         )
     } else if h < b {
-        (u, "high < batch: nr_pcp_free() frees one page per free".to_string())
+        (
+            u,
+            "high < batch: nr_pcp_free() frees one page per free".to_string(),
+        )
     } else {
         let hi_cap = (h - b).max(u);
         match era {
@@ -300,7 +312,11 @@ mod tests {
         // Main trapezoid 63 + U[0, 514) + U[0, 56) and a buried share 56/(6*257) one cycle later.
         assert_eq!(d.reuse.range_pages(), (63.0, 633.0 + 257.0));
         let buried = 56.0 / (6.0 * 257.0);
-        assert_relative_eq!(d.reuse.mean_pages(), 320.0 + 28.0 + buried * 257.0, epsilon = 1e-9);
+        assert_relative_eq!(
+            d.reuse.mean_pages(),
+            320.0 + 28.0 + buried * 257.0,
+            epsilon = 1e-9
+        );
     }
 
     #[test]
