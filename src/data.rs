@@ -178,6 +178,11 @@ pub const TABLES: &[TableInfo] = &[
         "netperf score vs pcp->high, 2-socket Icelake server and 4-core Skylake desktop"
     ),
     table!(
+        "004_regression",
+        "004",
+        "the regression in thread 004's subject: f26b3fa046 (free_high) vs its parent on the Icelake server"
+    ),
+    table!(
         "hardware_facts",
         "000-004",
         "hardware and setup facts stated in the threads, each with its verbatim quote"
@@ -751,6 +756,31 @@ pub struct NetperfPoint {
     pub high_label: String,
     /// The author's note after the score, verbatim, if any.
     pub annotation: Option<String>,
+}
+
+/// The regression of thread 004's subject line.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegressionPoint {
+    /// Machine name.
+    pub machine: String,
+    /// Commit that changed the behaviour.
+    pub commit: String,
+    /// The benchmark metric.
+    pub metric: String,
+    /// Change of the metric, after vs before, percent.
+    pub change_pct: f64,
+    /// What "before" is.
+    pub before: String,
+    /// What "after" is.
+    pub after: String,
+    /// Verbatim source.
+    pub quote: String,
+}
+
+/// The regression reported in thread 004's subject line (one row).
+pub fn regression_004() -> Result<Vec<RegressionPoint>> {
+    Ok(strip_lines(load("004_regression")?))
 }
 
 /// The ten netperf points of thread 004.

@@ -669,7 +669,7 @@ fn detect_cpus(cpu_dir: &Path, processors: Option<u32>) -> Result<(CpuDirs, Fiel
     };
     let cpu_dirs: CpuDirs = dirs
         .into_iter()
-        .filter(|(n, _)| online.as_ref().map_or(true, |o| o.contains(n)))
+        .filter(|(n, _)| online.as_ref().is_none_or(|o| o.contains(n)))
         .collect();
     let cpus = if !cpu_dirs.is_empty() {
         let how = if online.is_some() {

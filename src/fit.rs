@@ -1194,7 +1194,7 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_, '_> {
                 let ssr: f64 = r.iter().map(|v| v * v).sum();
                 if ssr.is_finite() {
                     let mut best = self.best.borrow_mut();
-                    if best.as_ref().map_or(true, |(b, _)| ssr < *b) {
+                    if best.as_ref().is_none_or(|(b, _)| ssr < *b) {
                         *best = Some((ssr, self.u.clone()));
                     }
                 }

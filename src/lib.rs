@@ -7,6 +7,7 @@
 //! formulas ([`kernel`]) to a PCP configuration (batch, high, high_min/high_max); workload and
 //! configuration go through the cost models in [`model`] to an estimate with a breakdown by term.
 
+pub mod calibrate;
 pub mod data;
 pub mod detect;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod optimize;
 pub mod provenance;
 pub mod report;
 pub mod stats;
+pub mod validate;
 
 pub use error::{Error, Result};
 pub use machine::Machine;

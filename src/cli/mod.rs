@@ -14,6 +14,7 @@ mod detect;
 mod import;
 mod kernel;
 mod machines;
+mod validate;
 mod zoneinfo;
 
 /// Output format.
@@ -75,6 +76,8 @@ pub enum Command {
     Zoneinfo(zoneinfo::Args),
     /// Describe the running host (or a fake sysfs/proc tree) as a machine.
     Detect(detect::Args),
+    /// Every built-in measurement table: measured vs predicted, fitted or held out.
+    Validate(validate::Args),
     /// List or show the measured tables transcribed from the seed threads.
     Data(data::Args),
     /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
@@ -92,6 +95,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Zoneinfo(a) => zoneinfo::run(a, format),
         Command::Detect(a) => detect::run(a, format),
         Command::Data(a) => data::run(a, format),
+        Command::Validate(a) => validate::run(a, format),
         Command::Import(a) => import::run(a, format),
     }
 }

@@ -143,7 +143,7 @@ pub fn int_sqrt(x: u64) -> u64 {
         return x;
     }
     let mut r = (x as f64).sqrt() as u64;
-    while r.checked_mul(r).map_or(true, |sq| sq > x) {
+    while r.checked_mul(r).is_none_or(|sq| sq > x) {
         r -= 1;
     }
     while (r + 1).checked_mul(r + 1).is_some_and(|sq| sq <= x) {

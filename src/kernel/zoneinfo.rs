@@ -786,8 +786,8 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
     let sqrt_boot = boot(ThpMode::Never)?;
     let thp_boot = boot(ThpMode::Always)?;
     let mut candidates: Vec<(MinFreeRule, String, u64)> = Vec::new();
-    let try_thp = opts.thp.map_or(true, ThpMode::raises_min_free);
-    let try_sqrt = opts.thp.map_or(true, |t| !t.raises_min_free());
+    let try_thp = opts.thp.is_none_or(ThpMode::raises_min_free);
+    let try_sqrt = opts.thp.is_none_or(|t| !t.raises_min_free());
     if try_thp && thp_boot != sqrt_boot {
         candidates.push((
             MinFreeRule::ThpRaise,

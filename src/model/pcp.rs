@@ -53,6 +53,12 @@
 //! `tests/reuse_vs_kernel_state.rs` checks these against a page-by-page simulation driven by the
 //! kernel module's own `PcpState` (means within 10%, 2nd–98th percentiles inside the range).
 //!
+//! Against the simulation the means agree within 3 % for order-3 flows; the burial tail is
+//! heavier in the simulation when `Δ ≈ R` (the consumer allocating, drains of `batch`): there the
+//! simulated 98th percentile lies several cycles out, where the model puts the buried share one
+//! cycle out. Those few percent of pages are then reused from the LLC rather than another core's
+//! L2, so the model slightly overstates the core-to-core share near `high ≈ L2`.
+//!
 //! # Validity
 //! Steady state, equal rates, one flow per CPU pair, no memory pressure (`ZONE_BELOW_HIGH` and
 //! `ZONE_RECLAIM_ACTIVE` clear), `pcp->high` fixed (as in thread 004's experiment; 6.7+ auto-tuning
@@ -64,6 +70,17 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::kernel::version::{Era, KernelVersion};
 use crate::model::cache::{ReuseDist, Segment};
+
+/// Allocations the consumer CPU makes per page it frees in thread 004's netperf run: the one
+/// workload parameter shared by both machines.
+///
+/// The kernel code cannot settle it: a CPU that never allocates lets `free_factor` saturate
+/// (drains of `high − batch`), while one allocation per drain cycle resets it (drains of `batch`),
+/// and thread 004 does not say which happened. Fitted in its two regimes to both machines' data,
+/// the allocating regime fits better on both (relative RMS: Icelake 1.93 % vs 2.14 %, Skylake
+/// 0.66 % vs 1.00 %) and is the only one that keeps the Skylake desktop flat up to high = 1024
+/// as measured, so it is the default; `validate` reports the pure-consumer regime beside it.
+pub const CONSUMER_ALLOCS_PER_FREE_004: f64 = 1.0;
 
 /// A producer → consumer page flow through the PCP lists.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -97,7 +114,8 @@ fn ser_version<S: serde::Serializer>(
 
 impl Flow {
     /// Thread 004's netperf UDP flow on a given kernel with a fixed `high`: order-3 page frags,
-    /// batch 63, a pure consumer, `free_high` off (the experiment set `pcp->high` directly).
+    /// batch 63, [`CONSUMER_ALLOCS_PER_FREE_004`], `free_high` off (the experiment set
+    /// `pcp->high` directly).
     pub fn netperf_004(kernel: KernelVersion, high_pages: u32) -> Flow {
         Flow {
             kernel,
@@ -105,7 +123,7 @@ impl Flow {
             batch_pages: 63,
             order: 3,
             scale_max: 5,
-            consumer_allocs_per_free: 0.0,
+            consumer_allocs_per_free: CONSUMER_ALLOCS_PER_FREE_004,
             free_high: false,
             same_cpu: false,
         }
@@ -171,41 +189,47 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
     };
 
     let a = flow.consumer_allocs_per_free;
-    let (drain_pages, regime) = if flow.same_cpu {
+    let (drain_pages, regime, bypass) = if flow.same_cpu {
         (
             u,
             "same CPU: freed pages are reused from the list head".to_string(),
+            false,
         )
     } else if flow.high_pages == 0 {
         (
             u,
             "bypass: high = 0, every free goes to the buddy allocator".to_string(),
+            true,
         )
     } else if flow.free_high && flow.kernel.has_free_high() && flow.order > 0 && flow.order <= 3 {
         (
             u,
             "free_high: high-order frees without allocation drain the list (bypass)".to_string(),
+            true,
         )
     } else if h < b {
         (
             u,
             "high < batch: nr_pcp_free() frees one page per free".to_string(),
+            false,
         )
     } else {
         let hi_cap = (h - b).max(u);
         match era {
-            Era::Legacy => (b, "<=5.13: drains of batch pages".to_string()),
+            Era::Legacy => (b, "<=5.13: drains of batch pages".to_string(), false),
             Era::SplitHigh => {
                 if a * hi_cap / u >= 1.0 {
                     (
                         b.min(hi_cap),
                         "5.14-6.6: consumer allocations reset free_factor: drains of batch".into(),
+                        false,
                     )
                 } else {
                     (
                         hi_cap,
                         "5.14-6.6: free_factor saturates (pure consumer): drains of high - batch"
                             .into(),
+                        false,
                     )
                 }
             }
@@ -221,6 +245,7 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
                         "6.7+: drains of clamp(free_count, batch, high - batch), free_count <= batch << {}",
                         flow.scale_max
                     ),
+                    false,
                 )
             }
         }
@@ -234,7 +259,12 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
     let reuse = if flow.same_cpu {
         ReuseDist::uniform(0.0, 2.0 * u)
     } else {
-        reuse_distance(h, drain_pages, refill_pages, flow.high_pages == 0)
+        reuse_distance(
+            if bypass { 0.0 } else { h },
+            drain_pages,
+            refill_pages,
+            bypass,
+        )
     };
     Ok(Dynamics {
         drain_pages,
@@ -307,7 +337,9 @@ mod tests {
 
     #[test]
     fn pure_consumer_on_5_18_drains_high_minus_batch() {
-        let d = dynamics(&Flow::netperf_004(v518(), 320)).unwrap();
+        let mut f = Flow::netperf_004(v518(), 320);
+        f.consumer_allocs_per_free = 0.0;
+        let d = dynamics(&f).unwrap();
         assert_relative_eq!(d.drain_pages, 257.0);
         // Main trapezoid 63 + U[0, 514) + U[0, 56) and a buried share 56/(6*257) one cycle later.
         assert_eq!(d.reuse.range_pages(), (63.0, 633.0 + 257.0));
@@ -331,6 +363,7 @@ mod tests {
     #[test]
     fn scale_max_caps_drains_on_6_7_and_chunks_on_6_19() {
         let mut f = Flow::netperf_004(KernelVersion::new(6, 7), 12416);
+        f.consumer_allocs_per_free = 0.0;
         let d = dynamics(&f).unwrap();
         assert_relative_eq!(d.drain_pages, 2016.0);
         assert_relative_eq!(d.drain_holds_per_page, 1.0 / 2016.0);
@@ -346,8 +379,12 @@ mod tests {
     fn free_high_is_a_bypass_from_5_18_only() {
         let mut f = Flow::netperf_004(v518(), 421);
         f.free_high = true;
-        assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 8.0);
+        let d = dynamics(&f).unwrap();
+        assert_relative_eq!(d.drain_pages, 8.0);
+        // The list is emptied on every free: the reuse distance is the bypass one.
+        assert_eq!(d.reuse.range_pages(), (0.0, 112.0));
         f.kernel = KernelVersion::new(5, 17);
+        f.consumer_allocs_per_free = 0.0;
         assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 358.0);
     }
 

@@ -1,0 +1,96 @@
+//! `pcpmodel validate`: every built-in table, measured vs predicted.
+
+use std::process::ExitCode;
+
+use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::validate::{validate_all, Role};
+
+/// Arguments of `pcpmodel validate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only this seed thread ("000".."004").
+    #[arg(long)]
+    pub thread: Option<String>,
+}
+
+/// Runs `pcpmodel validate`.
+pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    let mut tables = validate_all()?;
+    if let Some(t) = &args.thread {
+        tables.retain(|v| &v.thread == t);
+        if tables.is_empty() {
+            anyhow::bail!("no built-in table for thread '{t}' (threads: 000 to 004)");
+        }
+    }
+    let mut rows = Vec::new();
+    let mut t = Table::new([
+        "thread",
+        "machine",
+        "case",
+        "quantity",
+        "measured",
+        "predicted",
+        "unit",
+        "error (%)",
+        "role",
+    ]);
+    let mut summary = Table::new([
+        "thread",
+        "machine",
+        "fitted RMS rel (%)",
+        "held-out RMS rel (%)",
+        "max |fitted err| (%)",
+        "free parameters",
+    ])
+    .titled("Per-table summary");
+    let mut notes = Vec::new();
+    for v in &tables {
+        let mut machines: Vec<&str> = Vec::new();
+        for r in &v.rows {
+            if !machines.contains(&r.machine.as_str()) {
+                machines.push(&r.machine);
+            }
+        }
+        for m in machines {
+            let pct = |x: Option<f64>| x.map_or("-".to_string(), |e| format!("{:.2}", 100.0 * e));
+            let max_fit = v
+                .rows
+                .iter()
+                .filter(|r| r.machine == m && r.role == Role::Fitted)
+                .map(|r| r.rel_error.abs())
+                .fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
+            summary.push([
+                v.thread.clone(),
+                m.to_string(),
+                pct(v.rms_rel(Role::Fitted, Some(m))),
+                pct(v.rms_rel(Role::HeldOut, Some(m))),
+                pct(max_fit),
+                v.free_params.join(", "),
+            ]);
+        }
+        for r in &v.rows {
+            t.push([
+                r.thread.clone(),
+                r.machine.clone(),
+                r.case.clone(),
+                r.quantity.clone(),
+                sig(r.measured, 6),
+                sig(r.predicted, 6),
+                r.unit.clone(),
+                format!("{:+.2}", 100.0 * r.rel_error),
+                r.role.as_str().to_string(),
+            ]);
+            rows.push(serde_json::to_value(r)?);
+        }
+        for n in &v.notes {
+            notes.push(format!("[{}] {n}", v.thread));
+        }
+    }
+    notes.push("error = (predicted - measured) / |measured|; fitted = the point was in the fit, held_out = it was not (leave-one-out or an external check)".to_string());
+    let report = Report {
+        json: serde_json::Value::Array(rows),
+        tables: vec![t, summary],
+        notes,
+    };
+    super::emit(&report, format)
+}
