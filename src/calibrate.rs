@@ -203,7 +203,7 @@ fn fitted_params(machine: &Machine, report: &FitReport) -> Result<WorkloadParams
 /// some, else carried over in cycles from the machines that do (see the module documentation).
 pub fn netperf_params(machine: &Machine) -> Result<WorkloadParams> {
     let measured = measured_machines_004()?;
-    if measured.iter().any(|m| *m == machine.name) {
+    if measured.contains(&machine.name) {
         let (_, report) = fit_netperf_004(machine)?;
         return fitted_params(machine, &report);
     }
@@ -280,7 +280,7 @@ pub fn default_pcp(machine: &Machine, kernel: KernelVersion) -> Result<DefaultPc
     let cfg = configure(machine, kernel, KernelOptions::default())?;
     let z = cfg
         .zone(0, ZoneKind::Normal)
-        .or_else(|| cfg.zones.iter().filter(|z| z.zone.managed_pages > 0).last())
+        .or_else(|| cfg.zones.iter().rfind(|z| z.zone.managed_pages > 0))
         .ok_or_else(|| {
             Error::Unsupported(format!("machine {} has no populated zone", machine.name))
         })?;

@@ -37,6 +37,8 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let mut summary = Table::new([
         "thread",
         "machine",
+        "quantity",
+        "rows",
         "fitted RMS rel (%)",
         "held-out RMS rel (%)",
         "max |fitted err| (%)",
@@ -45,25 +47,27 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     .titled("Per-table summary");
     let mut notes = Vec::new();
     for v in &tables {
-        let mut machines: Vec<&str> = Vec::new();
+        let mut groups: Vec<(&str, &str)> = Vec::new();
         for r in &v.rows {
-            if !machines.contains(&r.machine.as_str()) {
-                machines.push(&r.machine);
+            let g = (r.machine.as_str(), r.quantity.as_str());
+            if !groups.contains(&g) {
+                groups.push(g);
             }
         }
-        for m in machines {
+        for (m, q) in groups {
             let pct = |x: Option<f64>| x.map_or("-".to_string(), |e| format!("{:.2}", 100.0 * e));
-            let max_fit = v
-                .rows
-                .iter()
-                .filter(|r| r.machine == m && r.role == Role::Fitted)
+            let sel = || v.rows.iter().filter(|r| r.machine == m && r.quantity == q);
+            let max_fit = sel()
+                .filter(|r| r.role == Role::Fitted)
                 .map(|r| r.rel_error.abs())
                 .fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
             summary.push([
                 v.thread.clone(),
                 m.to_string(),
-                pct(v.rms_rel(Role::Fitted, Some(m))),
-                pct(v.rms_rel(Role::HeldOut, Some(m))),
+                q.to_string(),
+                sel().count().to_string(),
+                pct(v.rms_rel(Role::Fitted, Some(m), Some(q))),
+                pct(v.rms_rel(Role::HeldOut, Some(m), Some(q))),
                 pct(max_fit),
                 v.free_params.join(", "),
             ]);

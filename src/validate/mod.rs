@@ -106,12 +106,22 @@ pub struct TableValidation {
 }
 
 impl TableValidation {
-    /// Root-mean-square relative error of the rows with `role`, per machine (`None` if no rows).
-    pub fn rms_rel(&self, role: Role, machine: Option<&str>) -> Option<f64> {
+    /// Root-mean-square relative error of the rows with `role`, optionally of one machine and one
+    /// quantity (`None` if no rows).
+    pub fn rms_rel(
+        &self,
+        role: Role,
+        machine: Option<&str>,
+        quantity: Option<&str>,
+    ) -> Option<f64> {
         let v: Vec<f64> = self
             .rows
             .iter()
-            .filter(|r| r.role == role && machine.is_none_or(|m| r.machine == m))
+            .filter(|r| {
+                r.role == role
+                    && machine.is_none_or(|m| r.machine == m)
+                    && quantity.is_none_or(|q| r.quantity == q)
+            })
             .map(|r| r.rel_error)
             .filter(|e| e.is_finite())
             .collect();
