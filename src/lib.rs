@@ -12,6 +12,7 @@ pub mod detect;
 pub mod error;
 pub mod kernel;
 pub mod machine;
+pub mod model;
 pub mod provenance;
 pub mod report;
 
