@@ -18,6 +18,7 @@ pub mod machine;
 pub mod model;
 pub mod optimize;
 pub mod provenance;
+pub mod registry;
 pub mod report;
 pub mod stats;
 pub mod validate;

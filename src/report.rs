@@ -165,6 +165,9 @@ pub fn sig(x: f64, digits: usize) -> String {
     if x == 0.0 {
         return "0".to_string();
     }
+    if x.abs() < 1e-3 || x.abs() >= 1e15 {
+        return format!("{:.*e}", digits.saturating_sub(1), x);
+    }
     let mag = x.abs().log10().floor() as i32;
     let decimals = (digits as i32 - 1 - mag).max(0) as usize;
     format!("{x:.decimals$}")
@@ -179,6 +182,7 @@ mod tests {
         assert_eq!(sig(449775.0, 3), "449775");
         assert_eq!(sig(0.012345, 3), "0.0123");
         assert_eq!(sig(12.345, 3), "12.3");
+        assert_eq!(sig(4.332e-9, 4), "4.332e-9");
     }
 
     #[test]

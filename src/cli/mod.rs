@@ -9,13 +9,20 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use pcpmodel::report::{Format, Report};
 
+mod allocpath;
 mod data;
 mod detect;
+mod explain;
+mod fit;
 mod import;
 mod kernel;
 mod machines;
+mod optimal_high;
+mod plot;
+mod predict;
 mod validate;
 mod zoneinfo;
+mod zonelock;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -76,6 +83,23 @@ pub enum Command {
     Zoneinfo(zoneinfo::Args),
     /// Describe the running host (or a fake sysfs/proc tree) as a machine.
     Detect(detect::Args),
+    /// One prediction with every term (throughput, ns per op, hit levels, reuse distance).
+    Predict(predict::Args),
+    /// The best pcp->high for a machine, its 1% range and 95% interval, the kernel default and
+    /// the sysctl that gets closest.
+    OptimalHigh(optimal_high::Args),
+    /// Machine A vs B: cost terms side by side and a one-parameter-at-a-time attribution.
+    Explain(explain::Args),
+    /// Fit a model's parameters to a CSV of measurements (exit 1 if the fit does not converge).
+    Fit(fit::Args),
+    /// zone->lock: rmqueue_bulk() latency histogram, percentiles and lock utilisation.
+    Latency(zonelock::LatencyArgs),
+    /// zone->lock: latency vs throughput for CONFIG_PCP_BATCH_SCALE_MAX 0..6.
+    ScaleMax(zonelock::ScaleMaxArgs),
+    /// memcg charge batching: throughput vs MEMCG_CHARGE_BATCH.
+    Memcg(allocpath::MemcgArgs),
+    /// Draw a figure as SVG.
+    Plot(plot::Args),
     /// Every built-in measurement table: measured vs predicted, fitted or held out.
     Validate(validate::Args),
     /// List or show the measured tables transcribed from the seed threads.
@@ -96,6 +120,14 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Detect(a) => detect::run(a, format),
         Command::Data(a) => data::run(a, format),
         Command::Validate(a) => validate::run(a, format),
+        Command::Predict(a) => predict::run(a, format),
+        Command::OptimalHigh(a) => optimal_high::run(a, format),
+        Command::Explain(a) => explain::run(a, format),
+        Command::Fit(a) => fit::run(a, format),
+        Command::Latency(a) => zonelock::latency(a, format),
+        Command::ScaleMax(a) => zonelock::scale_max(a, format),
+        Command::Memcg(a) => allocpath::memcg(a, format),
+        Command::Plot(a) => plot::run(a, format),
         Command::Import(a) => import::run(a, format),
     }
 }

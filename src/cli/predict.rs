@@ -1,0 +1,239 @@
+//! `pcpmodel predict`: one prediction with every term, for any workload the model covers.
+
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use pcpmodel::calibrate::{netperf_model, netperf_params, KERNEL_004};
+use pcpmodel::kernel::version::KernelVersion;
+use pcpmodel::model::cache::Placement;
+use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::Machine;
+
+/// Workloads `predict` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Thread 004: netperf UDP, a sender CPU allocating order-3 page frags and a receiver CPU
+    /// freeing them; varies with --high and --placement.
+    NetperfUdp,
+    /// Thread 000: P processes mmap, fill and munmap N bytes in a loop (zone->lock contention);
+    /// varies with --procs, --nodes, --scale-max.
+    MmapFill,
+    /// Thread 001: netperf TCP_SENDFILE with memcg charging; varies with --batch, --cgroup-depth,
+    /// --instances.
+    MemcgNetperf,
+    /// Thread 002: page_bench alloc+free cycles per page; varies with --threads, --numa-stat.
+    PageBench,
+    /// Thread 003: will-it-scale page_fault1 with 64 KiB folios; varies with --procs,
+    /// --high-order-pcp.
+    PageFault1,
+}
+
+/// Placement of producer and consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// SMT siblings of one core (shared L2).
+    Smt,
+    /// Two cores in one LLC domain.
+    SameLlc,
+    /// Two LLC domains of one socket (AMD CCDs).
+    CrossLlc,
+    /// Two sockets.
+    CrossSocket,
+}
+
+impl From<PlacementArg> for Placement {
+    fn from(p: PlacementArg) -> Placement {
+        match p {
+            PlacementArg::Smt => Placement::Smt,
+            PlacementArg::SameLlc => Placement::SameLlc,
+            PlacementArg::CrossLlc => Placement::CrossLlc,
+            PlacementArg::CrossSocket => Placement::CrossSocket,
+        }
+    }
+}
+
+/// Arguments of `pcpmodel predict` (each workload reads the ones it needs).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Machine: built-in name or TOML file.
+    #[arg(long, default_value = "icelake-server")]
+    pub machine: String,
+    /// Workload.
+    #[arg(long, value_enum, default_value_t = Workload::NetperfUdp)]
+    pub workload: Workload,
+    /// pcp->high of the freeing CPU, pages (netperf-udp). Default: the kernel's.
+    #[arg(long)]
+    pub high: Option<u32>,
+    /// Where producer and consumer run (netperf-udp).
+    #[arg(long, value_enum, default_value_t = PlacementArg::SameLlc)]
+    pub placement: PlacementArg,
+    /// Kernel version, e.g. 5.18 or 6.18 (default: the kernel of the workload's thread).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Model free_high (>= 5.18: a CPU freeing high-order pages without allocating drains its
+    /// whole list on every free) instead of a fixed pcp->high (netperf-udp).
+    #[arg(long)]
+    pub free_high: bool,
+    /// Processes (mmap-fill, page-fault1).
+    #[arg(long)]
+    pub procs: Option<u32>,
+    /// NUMA nodes the processes run on: 1 or all (mmap-fill).
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (mmap-fill).
+    #[arg(long)]
+    pub scale_max: Option<u32>,
+    /// MEMCG_CHARGE_BATCH, pages (memcg-netperf).
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// cgroup hierarchy depth (memcg-netperf).
+    #[arg(long)]
+    pub cgroup_depth: Option<u32>,
+    /// netperf instances (memcg-netperf).
+    #[arg(long)]
+    pub instances: Option<u32>,
+    /// Threads (page-bench).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// vm.numa_stat, 0 or 1 (page-bench).
+    #[arg(long)]
+    pub numa_stat: Option<u32>,
+    /// Whether order-4 (64 KiB) pages are kept on PCP lists (page-fault1).
+    #[arg(long)]
+    pub high_order_pcp: Option<bool>,
+}
+
+/// Runs `pcpmodel predict`.
+pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    match args.workload {
+        Workload::NetperfUdp => netperf(&args, format),
+        Workload::MmapFill => super::zonelock::predict(&args, format),
+        Workload::MemcgNetperf | Workload::PageBench | Workload::PageFault1 => {
+            super::allocpath::predict(&args, format)
+        }
+    }
+}
+
+/// Parses `--kernel`, defaulting to `default`.
+pub fn kernel_arg(k: &Option<String>, default: KernelVersion) -> anyhow::Result<KernelVersion> {
+    Ok(match k {
+        Some(s) => KernelVersion::parse_labeled(s, "--kernel")?,
+        None => default,
+    })
+}
+
+fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
+    let machine = Machine::resolve(&args.machine)?;
+    let kernel = kernel_arg(&args.kernel, KERNEL_004)?;
+    let placement: Placement = args.placement.into();
+    let mut model = netperf_model(&machine, placement, kernel)?;
+    model.flow.free_high = args.free_high;
+    let wp = netperf_params(&machine)?;
+    let default = pcpmodel::calibrate::default_pcp(&machine, kernel)?;
+    let high = args
+        .high
+        .unwrap_or_else(|| default.effective_high(model.flow.scale_max));
+    let e = model.estimate(&wp.values, high)?;
+    let d = &e.dynamics;
+    let (rlo, rhi) = d.reuse.range_pages();
+    let mut terms = Table::new(["term", "ns per 4 KiB page", "share (%)"]).titled(format!(
+        "netperf-udp on {} ({}), kernel {}.{}, pcp->high {high} pages",
+        machine.name,
+        placement.as_str(),
+        kernel.major,
+        kernel.minor
+    ));
+    for (name, v) in [
+        ("fixed work", e.fixed_ns),
+        ("lines in the consumer's private cache", e.private_ns),
+        ("lines in the LLC", e.llc_ns),
+        ("lines from DRAM", e.dram_ns),
+        ("zone->lock / free-list transfers", e.lock_ns),
+        ("total", e.ns_per_op),
+    ] {
+        terms.push([
+            name.to_string(),
+            sig(v, 4),
+            format!("{:.1}", 100.0 * v / e.ns_per_op),
+        ]);
+    }
+    let mut hits = Table::new(["level", "probability", "cost per line (ns)"])
+        .titled("Where a reused line is found");
+    let h = &model.hierarchy;
+    for (name, p, c) in [
+        (
+            "private (other core's L2, or shared L2 for SMT)",
+            e.probs.private,
+            h.private_ns,
+        ),
+        ("LLC", e.probs.llc, h.llc_ns),
+        ("DRAM", e.probs.dram, h.dram_ns),
+    ] {
+        hits.push([name.to_string(), format!("{p:.4}"), sig(c, 3)]);
+    }
+    let score = if wp.has_score { Some(e.score) } else { None };
+    let json = serde_json::json!({
+        "machine": machine.name,
+        "workload": "netperf-udp",
+        "kernel": format!("{}.{}", kernel.major, kernel.minor),
+        "placement": placement.as_str(),
+        "high_pages": high,
+        "throughput_ops_per_s": e.throughput_ops_per_s,
+        "ns_per_op": e.ns_per_op,
+        "op": "one 4 KiB page through producer and consumer",
+        "score": score,
+        "terms": {
+            "fixed_ns": e.fixed_ns,
+            "private_ns": e.private_ns,
+            "llc_ns": e.llc_ns,
+            "dram_ns": e.dram_ns,
+            "lock_ns": e.lock_ns,
+        },
+        "hit_probabilities": e.probs,
+        "reuse_distance_pages": { "mean": d.reuse.mean_pages(), "min": rlo, "max": rhi, "segments": d.reuse.segments },
+        "drain_pages": d.drain_pages,
+        "refill_pages": d.refill_pages,
+        "regime": d.regime,
+        "parameters": wp,
+        "kernel_default": default,
+    });
+    let mut notes = vec![
+        format!(
+            "throughput {} pages/s = {} MB/s of payload ({} ns per page){}",
+            sig(e.throughput_ops_per_s, 4),
+            sig(e.throughput_ops_per_s * 4096.0 / 1e6, 4),
+            sig(e.ns_per_op, 4),
+            score.map_or(String::new(), |s| format!(
+                "; predicted netperf score {}",
+                sig(s, 5)
+            ))
+        ),
+        format!(
+            "reuse distance {}-{} pages (mean {}), drains of {} pages, refills of {} pages: {}",
+            sig(rlo, 4),
+            sig(rhi, 4),
+            sig(d.reuse.mean_pages(), 4),
+            d.drain_pages,
+            d.refill_pages,
+            d.regime
+        ),
+    ];
+    notes.push(match &wp.source {
+        pcpmodel::calibrate::WorkloadSource::Fitted { data } => format!(
+            "fixed work {} ns/page fitted to {data}",
+            sig(wp.values[1], 4)
+        ),
+        pcpmodel::calibrate::WorkloadSource::CarriedOver { from } => format!(
+            "no netperf measurements for {}: fixed work carried over as {} cycles/page from {} (geometric mean; spread propagated); no score scale",
+            machine.name,
+            sig(wp.fixed_cycles, 4),
+            from.join(", ")
+        ),
+    });
+    let report = Report {
+        json,
+        tables: vec![terms, hits],
+        notes,
+    };
+    super::emit(&report, format)
+}
