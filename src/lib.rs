@@ -7,6 +7,7 @@
 //! formulas ([`kernel`]) to a PCP configuration (batch, high, high_min/high_max); workload and
 //! configuration go through the cost models in [`model`] to an estimate with a breakdown by term.
 
+pub mod advice;
 pub mod calibrate;
 pub mod data;
 pub mod detect;
@@ -17,6 +18,7 @@ pub mod kernel;
 pub mod machine;
 pub mod model;
 pub mod optimize;
+pub mod plot;
 pub mod provenance;
 pub mod registry;
 pub mod report;

@@ -73,8 +73,9 @@ pub fn sweep_argmax(
 }
 
 /// Argmax by a log-spaced coarse grid (0 and ~`points` values from 1 to `hi`) refined by an
-/// exhaustive search between the coarse neighbours of the coarse optimum. Cheap enough to run for
-/// hundreds of parameter samples.
+/// exhaustive search between the coarse neighbours of each of the three best coarse points (a
+/// flat curve can have a narrow peak, e.g. where a kernel rule changes regime, that a single
+/// refinement would miss). Cheap enough to run for hundreds of parameter samples.
 pub fn fast_argmax(
     hi: u32,
     points: usize,
@@ -92,15 +93,19 @@ pub fn fast_argmax(
         grid.push(hi);
     }
     let scores: Vec<f64> = grid.iter().map(|&x| score(x)).collect();
-    let (bi, _) = scores
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.is_finite())
-        .max_by(|a, b| a.1.total_cmp(b.1))?;
-    let lo = grid[bi.saturating_sub(1)];
-    let up = grid[(bi + 1).min(grid.len() - 1)];
-    let a = sweep_argmax(lo, up, 0.0, &mut score)?;
-    Some((a.best_x, a.best_score))
+    let mut order: Vec<usize> = (0..grid.len()).filter(|&i| scores[i].is_finite()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let mut best: Option<(u32, f64)> = None;
+    for &bi in order.iter().take(3) {
+        let lo = grid[bi.saturating_sub(1)];
+        let up = grid[(bi + 1).min(grid.len() - 1)];
+        if let Some(a) = sweep_argmax(lo, up, 0.0, &mut score) {
+            if best.is_none_or(|(_, s)| a.best_score > s) {
+                best = Some((a.best_x, a.best_score));
+            }
+        }
+    }
+    best
 }
 
 /// Draws `n` parameter vectors from N(mean, cov) with a seeded generator. Falls back to the mean
@@ -161,6 +166,18 @@ mod tests {
         let f = |x: u32| -((x as f64).ln_1p() - 7.3).powi(2);
         let ex = sweep_argmax(0, 30000, 0.0, f).unwrap();
         let (fx, _) = fast_argmax(30000, 200, f).unwrap();
+        assert_eq!(ex.best_x, fx);
+        // A narrow peak on a flat curve, away from the broad maximum's coarse neighbourhood.
+        let g = |x: u32| {
+            let broad = 1.0 - ((x as f64).ln_1p() - 7.0).powi(2) * 1e-3;
+            if (120..=130).contains(&x) {
+                broad + 0.01
+            } else {
+                broad
+            }
+        };
+        let ex = sweep_argmax(0, 30000, 0.0, g).unwrap();
+        let (fx, _) = fast_argmax(30000, 300, g).unwrap();
         assert_eq!(ex.best_x, fx);
     }
 

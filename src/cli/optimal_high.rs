@@ -1,23 +1,200 @@
-//! `pcpmodel optimal-high`.
+//! `pcpmodel optimal-high` and `pcpmodel plot optimal-high`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::report::Format;
+use pcpmodel::advice::{optimal_high, OptimalHigh};
+use pcpmodel::kernel::version::KernelVersion;
+use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::Machine;
+
+use super::predict::{kernel_arg, PlacementArg};
 
 /// Arguments of `pcpmodel optimal-high`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "\
+Sweeps pcp->high from 0 to the largest value vm.percpu_pagelist_high_fraction can set, in steps of
+one page, and reports the best value, the range within 1% of it, a 95% interval propagated from the
+fitted parameters' uncertainty, what the kernel configures by default, and the sysctl value that
+comes closest. Machines without measurements use workload parameters carried over from the measured
+ones (cycles per page), with their spread in the interval.
+
+Examples:
+  pcpmodel optimal-high --machine icelake-server
+  pcpmodel optimal-high --machine skylake-desktop --kernel 5.18 --format json
+  pcpmodel detect --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
+pub struct Args {
+    /// Machine: built-in name or TOML file (e.g. from `pcpmodel detect --toml`).
+    #[arg(long, default_value = "icelake-server")]
+    pub machine: String,
+    /// Workload (only netperf-udp: thread 004's producer/consumer flow).
+    #[arg(long, default_value = "netperf-udp")]
+    pub workload: String,
+    /// Kernel version (decides the default high, auto-tuning and the sysctl's semantics).
+    #[arg(long, default_value = "6.18")]
+    pub kernel: String,
+    /// Where producer and consumer run.
+    #[arg(long, value_enum, default_value_t = PlacementArg::SameLlc)]
+    pub placement: PlacementArg,
+    /// Parameter samples for the 95% interval.
+    #[arg(long, default_value_t = 200)]
+    pub samples: usize,
+}
 
 /// Arguments of `pcpmodel plot optimal-high`.
 #[derive(Debug, clap::Args)]
-pub struct PlotArgs {}
+pub struct PlotArgs {
+    #[command(flatten)]
+    pub args: Args,
+    /// Output SVG file.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+}
+
+/// Computes the answer for the arguments.
+pub fn compute(args: &Args) -> anyhow::Result<(Machine, OptimalHigh)> {
+    if args.workload != "netperf-udp" {
+        anyhow::bail!(
+            "optimal-high knows the workload netperf-udp (thread 004's producer/consumer flow), not '{}'",
+            args.workload
+        );
+    }
+    if args.samples == 0 || args.samples > 100_000 {
+        anyhow::bail!("--samples must be 1..=100000");
+    }
+    let machine = Machine::resolve(&args.machine)?;
+    let kernel: KernelVersion = kernel_arg(&Some(args.kernel.clone()), KernelVersion::DEFAULT)?;
+    let o = optimal_high(&machine, kernel, args.placement.into(), args.samples)?;
+    Ok((machine, o))
+}
 
 /// Runs `pcpmodel optimal-high`.
-pub fn run(_args: Args, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    let (_, o) = compute(&args)?;
+    let mut t = Table::new(["quantity", "value", "unit"]).titled(format!(
+        "Optimal pcp->high for {} on {} (kernel {}, {})",
+        o.workload, o.machine, o.kernel, o.placement
+    ));
+    t.push([
+        "optimal pcp->high",
+        &o.optimal_high_pages.to_string(),
+        "pages",
+    ]);
+    t.push([
+        "optimal pcp->high",
+        &sig(f64::from(o.optimal_high_pages) * 4.0 / 1024.0, 3),
+        "MiB",
+    ]);
+    t.push([
+        "within 1% of the best".to_string(),
+        format!("{}-{}", o.within_1pct_pages[0], o.within_1pct_pages[1]),
+        "pages".to_string(),
+    ]);
+    t.push([
+        "95% interval of the optimum".to_string(),
+        format!("{}-{}", o.ci95_pages[0], o.ci95_pages[1]),
+        "pages".to_string(),
+    ]);
+    t.push([
+        "kernel default high".to_string(),
+        o.kernel_default_high_pages.to_string(),
+        "pages".to_string(),
+    ]);
+    t.push([
+        "throughput at the default vs the best".to_string(),
+        format!("{:+.2}", o.kernel_default_loss_pct),
+        "%".to_string(),
+    ]);
+    t.push([
+        "best throughput".to_string(),
+        sig(o.optimal_throughput_ops_per_s, 4),
+        "pages/s".to_string(),
+    ]);
+    if let (Some(v), Some(h)) = (o.sysctl.value, o.sysctl.resulting_high_pages) {
+        t.push([
+            format!("{} (closest)", o.sysctl.name),
+            v.to_string(),
+            "".to_string(),
+        ]);
+        t.push([
+            "pcp->high with that sysctl".to_string(),
+            h.to_string(),
+            "pages".to_string(),
+        ]);
+    }
+    let d = &o.kernel_default;
+    let mut notes = vec![format!("sysctl: {}", o.sysctl.statement)];
+    notes.push(match (d.high_pages, d.high_min_pages, d.high_max_pages) {
+        (Some(h), _, _) => format!(
+            "kernel {} configures pcp->high = {h} pages (batch {}, {} CPUs share the node-0 Normal zone of {} managed pages)",
+            d.kernel, d.batch_pages, d.split_cpus, d.managed_pages
+        ),
+        (None, Some(lo), Some(hi)) => format!(
+            "kernel {} auto-tunes pcp->high between high_min {lo} and high_max {hi} pages; for this flow it settles near {} (batch {} << scale_max + batch, clamped)",
+            d.kernel, o.kernel_default_high_pages, d.batch_pages
+        ),
+        _ => String::new(),
+    });
+    notes.push(match &o.parameters.source {
+        pcpmodel::calibrate::WorkloadSource::Fitted { data } => format!(
+            "workload parameters fitted to {data}; the 95% interval samples their covariance and the machine's latencies by provenance ({} samples): the fitted parameters move the 1% range, the latencies move the optimum",
+            o.ci_samples
+        ),
+        pcpmodel::calibrate::WorkloadSource::CarriedOver { from } => format!(
+            "no measurements for this machine: fixed work carried over as {} cycles/page from {} (geometric mean, log-spread and the machine's latency uncertainty propagated into the interval, {} samples)",
+            sig(o.parameters.fixed_cycles, 4),
+            from.join(", "),
+            o.ci_samples
+        ),
+    });
+    notes.extend(o.notes.iter().cloned());
+    let mut curve = Table::new([
+        "high (pages)",
+        "throughput (pages/s)",
+        "relative",
+        "rel lo95",
+        "rel hi95",
+        "P(private)",
+        "P(LLC)",
+        "P(DRAM)",
+    ])
+    .titled("Curve (log grid)");
+    for c in &o.curve {
+        curve.push([
+            c.high_pages.to_string(),
+            sig(c.throughput_ops_per_s, 5),
+            format!("{:.4}", c.relative),
+            format!("{:.4}", c.relative_lo95),
+            format!("{:.4}", c.relative_hi95),
+            format!("{:.3}", c.p_private),
+            format!("{:.3}", c.p_llc),
+            format!("{:.3}", c.p_dram),
+        ]);
+    }
+    let tables = match format {
+        // CSV carries the curve (what a notebook plots); JSON everything.
+        Format::Csv => vec![curve],
+        _ => vec![t],
+    };
+    let report = Report {
+        json: serde_json::to_value(&o)?,
+        tables,
+        notes,
+    };
+    super::emit(&report, format)
 }
 
 /// Runs `pcpmodel plot optimal-high`.
-pub fn plot(_args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
+    let (_, o) = compute(&args.args)?;
+    let measured: Vec<(u32, f64)> = pcpmodel::data::netperf_004()?
+        .into_iter()
+        .filter(|p| p.machine == o.machine)
+        .map(|p| (p.high_pages as u32, p.score))
+        .collect();
+    let svg = pcpmodel::plot::optimal_high_svg(&o, &measured)?;
+    std::fs::write(&args.output, svg)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(ExitCode::SUCCESS)
 }

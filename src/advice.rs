@@ -1,0 +1,378 @@
+//! The answer to "what should pcp->high be on this CPU, and which sysctl gets it?" for the
+//! producer/consumer page flow of thread 004 (netperf).
+//!
+//! 1. Sweep pcp->high exhaustively from 0 to the largest value the kernel can be told to use
+//!    (`managed / 8 / ncpu`: `vm.percpu_pagelist_high_fraction = 8`, which is also 6.7+'s
+//!    `high_max`) and take the argmax of throughput and the range within 1 % of it.
+//! 2. A 95 % interval for the argmax: redo the argmax for inputs drawn from their uncertainty and
+//!    take the 2.5th and 97.5th percentiles. Two sources are sampled together:
+//!    - the fitted workload parameters (the fit's covariance on a measured machine, the spread
+//!      between measured machines on another). They shift and scale the curve, so they move the
+//!      1 % range but not the argmax;
+//!    - the machine file's latencies, each log-normal with a relative spread set by its
+//!      provenance ([`latency_rel_sd`]: 5 % for a measurement or vendor figure, 15 % for a
+//!      thread's "~" statement, 20 % for an assumption). These move the argmax.
+//!
+//!    Capacities, ways and inclusion policy are taken as exact (they are vendor facts).
+//! 3. The kernel's default: the fixed `pcp->high` (≤ 6.6) or `high_min`/`high_max` and where
+//!    auto-tuning settles for this flow (6.7+), from the kernel module.
+//! 4. The sysctl: `vm.percpu_pagelist_high_fraction = F` (≥ 5.14; 0 or ≥ 8) gives
+//!    `high = max(managed / F / ncpu, batch << 2)` (mm/page_alloc.c zone_highsize()); the `F` whose
+//!    high is closest to the optimum, or a plain statement when the optimum is below the floor
+//!    `batch << 2` (e.g. bypass) and cannot be reached by the sysctl.
+
+use serde::Serialize;
+
+use crate::calibrate::{default_pcp, netperf_model, netperf_params, DefaultPcp, WorkloadParams};
+use crate::error::{Error, Result};
+use crate::kernel::pageset::{zone_highsize, MIN_PERCPU_PAGELIST_FRACTION};
+use crate::kernel::version::KernelVersion;
+use crate::machine::Machine;
+use crate::model::cache::Placement;
+use crate::model::netperf::NetperfModel;
+use crate::optimize::{fast_argmax, percentile, sweep_argmax, Argmax};
+
+/// The sysctl advice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SysctlAdvice {
+    /// Sysctl name.
+    pub name: String,
+    /// Value to write (None when the optimum cannot be reached).
+    pub value: Option<u32>,
+    /// pcp->high that value gives, pages.
+    pub resulting_high_pages: Option<u32>,
+    /// Whether the resulting high is within the 1 % range of the optimum.
+    pub within_1pct: bool,
+    /// Predicted throughput at the resulting high relative to the optimum, percent (≤ 0).
+    pub loss_pct: Option<f64>,
+    /// In words.
+    pub statement: String,
+}
+
+/// One point of the predicted curve with its 95 % band.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CurvePoint {
+    /// pcp->high, pages.
+    pub high_pages: u32,
+    /// Throughput, pages per second.
+    pub throughput_ops_per_s: f64,
+    /// Throughput relative to the optimum.
+    pub relative: f64,
+    /// 2.5th percentile of the relative throughput over parameter samples.
+    pub relative_lo95: f64,
+    /// 97.5th percentile.
+    pub relative_hi95: f64,
+    /// Predicted score where the machine has a fitted score scale.
+    pub score: Option<f64>,
+    /// Hit probabilities: private cache, LLC, DRAM.
+    pub p_private: f64,
+    /// LLC.
+    pub p_llc: f64,
+    /// DRAM.
+    pub p_dram: f64,
+}
+
+/// The full answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OptimalHigh {
+    /// Machine name.
+    pub machine: String,
+    /// Workload.
+    pub workload: String,
+    /// Kernel version.
+    pub kernel: String,
+    /// Placement of producer and consumer.
+    pub placement: String,
+    /// The argmax, pages.
+    pub optimal_high_pages: u32,
+    /// Throughput at the optimum, pages per second.
+    pub optimal_throughput_ops_per_s: f64,
+    /// Smallest and largest high within 1 % of the best, pages.
+    pub within_1pct_pages: [u32; 2],
+    /// Whether every high in that range is within 1 %.
+    pub within_1pct_contiguous: bool,
+    /// 95 % interval of the argmax, pages.
+    pub ci95_pages: [u32; 2],
+    /// Parameter samples behind the interval.
+    pub ci_samples: usize,
+    /// The kernel's default high for this flow, pages.
+    pub kernel_default_high_pages: u32,
+    /// Throughput at the kernel default relative to the optimum, percent (≤ 0).
+    pub kernel_default_loss_pct: f64,
+    /// What the kernel configures.
+    pub kernel_default: DefaultPcp,
+    /// The sysctl that gets closest.
+    pub sysctl: SysctlAdvice,
+    /// Swept range, pages.
+    pub swept_pages: [u32; 2],
+    /// Workload parameters used.
+    pub parameters: WorkloadParams,
+    /// The curve on a log grid with its band.
+    pub curve: Vec<CurvePoint>,
+    /// Notes for people.
+    pub notes: Vec<String>,
+}
+
+/// Relative standard deviation given to a latency by its provenance kind (see the module docs):
+/// `measured`, `spec`, `detected` 5 %; `derived` 10 %; `seed` (a thread's approximate statement)
+/// 15 %; `assumed` (or anything else) 20 %.
+pub fn latency_rel_sd(source: &crate::provenance::Sourced<f64>) -> f64 {
+    match source.kind() {
+        Some("measured") | Some("spec") | Some("detected") => 0.05,
+        Some("derived") => 0.10,
+        Some("seed") => 0.15,
+        _ => 0.20,
+    }
+}
+
+/// A copy of `machine` with every latency multiplied by a log-normal factor of its provenance's
+/// spread, drawn from `rng`.
+pub fn perturb_latencies(machine: &Machine, rng: &mut crate::stats::SplitMix64) -> Machine {
+    let mut m = machine.clone();
+    let mut f = |s: &mut crate::provenance::Sourced<f64>| {
+        let sd = latency_rel_sd(s);
+        s.value *= (sd * rng.normal()).exp();
+    };
+    let l = &mut m.latency_ns;
+    f(&mut l.l2_hit);
+    f(&mut l.llc_hit);
+    f(&mut l.c2c_smt);
+    f(&mut l.c2c_same_llc);
+    for o in [
+        &mut l.c2c_cross_llc,
+        &mut l.c2c_cross_socket,
+        &mut l.dram_remote,
+    ] {
+        if let Some(s) = o.as_mut() {
+            f(s);
+        }
+    }
+    f(&mut l.dram_local);
+    m
+}
+
+/// The highest pcp->high the sysctl can set (fraction 8), pages.
+pub fn sweep_limit(d: &DefaultPcp) -> u32 {
+    zone_highsize(
+        d.managed_pages,
+        0,
+        d.batch_pages,
+        d.split_cpus,
+        0,
+        d.split_cpus,
+        MIN_PERCPU_PAGELIST_FRACTION,
+    )
+}
+
+/// Throughput (pages/s) of the model at `high` with parameter vector `p`.
+fn throughput(model: &NetperfModel, p: &[f64], high: u32) -> f64 {
+    model
+        .estimate(p, high)
+        .map(|e| e.throughput_ops_per_s)
+        .unwrap_or(f64::NAN)
+}
+
+/// Exhaustive sweep of 0..=`limit` in steps of 1.
+pub fn sweep(model: &NetperfModel, p: &[f64], limit: u32) -> Option<Argmax> {
+    sweep_argmax(0, limit, 0.01, |h| throughput(model, p, h))
+}
+
+/// The sysctl value whose resulting high is closest to `target`.
+pub fn sysctl_for(
+    d: &DefaultPcp,
+    kernel: KernelVersion,
+    target: u32,
+    within: (u32, u32),
+    score_at: impl Fn(u32) -> f64,
+) -> SysctlAdvice {
+    let name = "vm.percpu_pagelist_high_fraction".to_string();
+    if !kernel.has_percpu_pagelist_high_fraction() {
+        return SysctlAdvice {
+            name: "vm.percpu_pagelist_fraction".to_string(),
+            value: None,
+            resulting_high_pages: None,
+            within_1pct: false,
+            loss_pct: None,
+            statement: format!(
+                "kernel {}.{} has vm.percpu_pagelist_fraction (high = managed / F, and it also sets batch); this advice covers 5.14 and later",
+                kernel.major, kernel.minor
+            ),
+        };
+    }
+    let high_of = |f: u32| {
+        zone_highsize(
+            d.managed_pages,
+            0,
+            d.batch_pages,
+            d.split_cpus,
+            0,
+            d.split_cpus,
+            f,
+        )
+    };
+    let floor = d.batch_pages << 2;
+    let ncpu = u64::from(d.split_cpus.max(1));
+    let ideal = d.managed_pages as f64 / (ncpu as f64 * f64::from(target.max(1)));
+    let mut best: Option<(u32, u32)> = None;
+    let centre = ideal.clamp(8.0, 1.0e9) as u64;
+    for f in centre
+        .saturating_sub(3)
+        .max(u64::from(MIN_PERCPU_PAGELIST_FRACTION))..=centre + 3
+    {
+        let Ok(f) = u32::try_from(f) else { continue };
+        let h = high_of(f);
+        if best.is_none_or(|(_, bh)| h.abs_diff(target) < bh.abs_diff(target)) {
+            best = Some((f, h));
+        }
+    }
+    let Some((f, h)) = best else {
+        return SysctlAdvice {
+            name,
+            value: None,
+            resulting_high_pages: None,
+            within_1pct: false,
+            loss_pct: None,
+            statement: "no sysctl value found".to_string(),
+        };
+    };
+    let opt = score_at(target);
+    let loss = 100.0 * (score_at(h) / opt - 1.0);
+    let within = h >= within.0 && h <= within.1;
+    let auto = if kernel.era().auto_tunes_high() {
+        " It also sets high_min = high_max, which turns auto-tuning off."
+    } else {
+        ""
+    };
+    let statement = if target < floor {
+        format!(
+            "cannot be reached: the optimum ({target} pages) is below the sysctl's floor batch << 2 = {floor} pages; the closest it gets is {h} pages (F = {f}, {loss:+.1} % throughput).{auto}"
+        )
+    } else {
+        format!(
+            "sysctl -w {name}={f} gives pcp->high = {h} pages ({}; {loss:+.1} % vs the optimum).{auto}",
+            if within { "within 1 % of the best" } else { "outside the 1 % range" }
+        )
+    };
+    SysctlAdvice {
+        name,
+        value: Some(f),
+        resulting_high_pages: Some(h),
+        within_1pct: within,
+        loss_pct: Some(loss),
+        statement,
+    }
+}
+
+/// Answers the question for one machine.
+pub fn optimal_high(
+    machine: &Machine,
+    kernel: KernelVersion,
+    placement: Placement,
+    samples: usize,
+) -> Result<OptimalHigh> {
+    let model = netperf_model(machine, placement, kernel)?;
+    let wp = netperf_params(machine)?;
+    let d = default_pcp(machine, kernel)?;
+    let limit = sweep_limit(&d);
+    let p = wp.values.clone();
+    let a = sweep(&model, &p, limit).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "no finite prediction for {} in 0..={limit}",
+            machine.name
+        ))
+    })?;
+    // Interval of the argmax: workload parameters and latencies sampled together.
+    let draws = wp.samples(samples, 0x0F7_1A1);
+    let mut rng = crate::stats::SplitMix64::new(0x1A7E_5EED);
+    let mut models = Vec::with_capacity(draws.len());
+    for _ in 0..draws.len() {
+        let pm = perturb_latencies(machine, &mut rng);
+        let mut m = netperf_model(&pm, placement, kernel)?;
+        m.flow = model.flow;
+        models.push(m);
+    }
+    let optima: Vec<Option<(u32, f64)>> = draws
+        .iter()
+        .zip(&models)
+        .map(|(q, m)| fast_argmax(limit, 300, |h| throughput(m, q, h)))
+        .collect();
+    let argmaxes: Vec<f64> = optima.iter().flatten().map(|x| f64::from(x.0)).collect();
+    let lo = percentile(&argmaxes, 2.5).unwrap_or(f64::from(a.best_x));
+    let hi = percentile(&argmaxes, 97.5).unwrap_or(f64::from(a.best_x));
+    // Curve on a log grid with its band.
+    let mut grid: Vec<u32> = vec![0];
+    for i in 0..=120 {
+        let x = (f64::from(limit.max(1))).powf(f64::from(i) / 120.0).round() as u32;
+        if grid.last() != Some(&x) {
+            grid.push(x);
+        }
+    }
+    for extra in [a.best_x, a.within.0, a.within.1] {
+        grid.push(extra);
+    }
+    grid.sort_unstable();
+    grid.dedup();
+    let best_of: Vec<f64> = optima.iter().map(|o| o.map_or(f64::NAN, |x| x.1)).collect();
+    let mut curve = Vec::with_capacity(grid.len());
+    for &h in &grid {
+        let e = model.estimate(&p, h)?;
+        let rel: Vec<f64> = draws
+            .iter()
+            .zip(&models)
+            .zip(&best_of)
+            .map(|((q, m), b)| throughput(m, q, h) / b)
+            .collect();
+        curve.push(CurvePoint {
+            high_pages: h,
+            throughput_ops_per_s: e.throughput_ops_per_s,
+            relative: e.throughput_ops_per_s / a.best_score,
+            relative_lo95: percentile(&rel, 2.5).unwrap_or(f64::NAN),
+            relative_hi95: percentile(&rel, 97.5).unwrap_or(f64::NAN),
+            score: wp.has_score.then_some(e.score),
+            p_private: e.probs.private,
+            p_llc: e.probs.llc,
+            p_dram: e.probs.dram,
+        });
+    }
+    let default_high = d.effective_high(model.flow.scale_max);
+    let default_loss = 100.0 * (throughput(&model, &p, default_high) / a.best_score - 1.0);
+    let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| {
+        throughput(&model, &p, h)
+    });
+    let mut notes = Vec::new();
+    notes.push(format!(
+        "swept pcp->high 0..={limit} pages in steps of 1 ({} evaluations); the upper end is managed / 8 / {} CPUs, the most vm.percpu_pagelist_high_fraction can give",
+        a.evaluated, d.split_cpus
+    ));
+    if kernel.has_free_high() {
+        notes.push(
+            "on >= 5.18 a CPU that frees high-order pages without allocating can take the free_high path, which drains its whole list on every free whatever pcp->high is (thread 004's regression): the advice assumes the consumer allocates between drains, as the thread-004 calibration found".to_string(),
+        );
+    }
+    if argmaxes.len() < samples {
+        notes.push(format!(
+            "{} of {samples} parameter samples gave no finite optimum",
+            samples - argmaxes.len()
+        ));
+    }
+    Ok(OptimalHigh {
+        machine: machine.name.clone(),
+        workload: "netperf-udp".to_string(),
+        kernel: format!("{}.{}", kernel.major, kernel.minor),
+        placement: placement.as_str().to_string(),
+        optimal_high_pages: a.best_x,
+        optimal_throughput_ops_per_s: a.best_score,
+        within_1pct_pages: [a.within.0, a.within.1],
+        within_1pct_contiguous: a.within_is_contiguous,
+        ci95_pages: [lo.floor() as u32, hi.ceil() as u32],
+        ci_samples: argmaxes.len(),
+        kernel_default_high_pages: default_high,
+        kernel_default_loss_pct: default_loss,
+        kernel_default: d,
+        sysctl,
+        swept_pages: [0, limit],
+        parameters: wp,
+        curve,
+        notes,
+    })
+}
