@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod data;
 pub mod detect;
 pub mod error;
+pub mod explain;
 pub mod fit;
 pub mod import;
 pub mod kernel;

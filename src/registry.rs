@@ -32,7 +32,7 @@ pub fn models() -> Vec<ModelEntry> {
     vec![ModelEntry {
         name: "netperf-pcp-high",
         description:
-            "thread 004: netperf score vs the consumer's pcp->high (columns high_pages, score)",
+            "thread 004: netperf score vs the consumer's pcp->high (columns pcp_high_pages, score)",
         default_machine: "icelake-server",
         build: build_netperf,
         default_fixed: &crate::model::netperf::DEFAULT_FIXED,

@@ -1,14 +1,122 @@
-//! `pcpmodel fit`.
+//! `pcpmodel fit`: fit a registered model to a CSV of measurements.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use pcpmodel::fit::{fit, Dataset, Residual};
+use pcpmodel::registry;
 use pcpmodel::report::Format;
+use pcpmodel::Machine;
 
 /// Arguments of `pcpmodel fit`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "\
+The CSV needs a header naming the model's input and target columns (other columns, e.g.
+machine or note, are ignored; lines starting with # are comments). Physical parameters are held
+at their documented values unless freed with --free; --fix holds any parameter at a value.
+
+Exit status: 0 converged; 1 the fit did not converge (the report says why); 2 bad input.
+
+Examples:
+  pcpmodel data 004_netperf_pcp_high --format csv | grep icelake > icx.csv
+  pcpmodel fit --model netperf-pcp-high --data icx.csv --machine icelake-server
+  pcpmodel fit --model netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines")]
+pub struct Args {
+    /// Model name (see the list in the error message of an unknown name).
+    #[arg(long)]
+    pub model: String,
+    /// CSV file with the measurements.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Machine the measurements come from (built-in name or TOML file).
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// Hold a parameter at a value: NAME=VALUE (repeatable).
+    #[arg(long = "fix", value_name = "NAME=VALUE")]
+    pub fix: Vec<String>,
+    /// Free a parameter that is held at its physical value by default (repeatable).
+    #[arg(long = "free", value_name = "NAME")]
+    pub free: Vec<String>,
+    /// Residuals: relative (each row weighs by its relative error) or absolute.
+    #[arg(long, default_value = "relative")]
+    pub residual: String,
+    /// Number of starts of the multi-start.
+    #[arg(long, default_value_t = 4)]
+    pub starts: usize,
+    /// Skip the leave-one-out refits.
+    #[arg(long)]
+    pub no_loo: bool,
+}
 
 /// Runs `pcpmodel fit`.
-pub fn run(_args: Args, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    let entry = registry::find(&args.model)?;
+    let machine = Machine::resolve(args.machine.as_deref().unwrap_or(entry.default_machine))?;
+    let model = (entry.build)(&machine)?;
+    let specs = model.params();
+    let names: Vec<&str> = specs.iter().map(|p| p.name.as_str()).collect();
+    let check = |n: &str| -> anyhow::Result<()> {
+        if names.contains(&n) {
+            Ok(())
+        } else {
+            anyhow::bail!("model {} has no parameter '{n}' (parameters: {})", entry.name, names.join(", "))
+        }
+    };
+    for f in &args.free {
+        check(f)?;
+    }
+    let mut fixed: Vec<(String, f64)> = entry
+        .default_fixed
+        .iter()
+        .filter(|n| !args.free.iter().any(|f| f == *n))
+        .filter_map(|n| specs.iter().find(|p| p.name == *n))
+        .map(|p| (p.name.clone(), p.default))
+        .collect();
+    for f in &args.fix {
+        let (n, v) = f
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--fix {f}: expected NAME=VALUE"))?;
+        check(n.trim())?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--fix {f}: '{v}' is not a number"))?;
+        if !v.is_finite() {
+            anyhow::bail!("--fix {f}: the value must be finite");
+        }
+        fixed.retain(|(x, _)| x != n.trim());
+        fixed.push((n.trim().to_string(), v));
+    }
+    let residual = match args.residual.as_str() {
+        "relative" => Residual::Relative,
+        "absolute" => Residual::Absolute,
+        r => anyhow::bail!("--residual {r}: use relative or absolute"),
+    };
+    if args.starts == 0 {
+        anyhow::bail!("--starts must be at least 1");
+    }
+    let ds = Dataset::from_csv_path(&args.data, model.as_ref())?;
+    let opts = pcpmodel::fit::FitOptions {
+        fixed,
+        residual,
+        starts: args.starts,
+        loo: !args.no_loo,
+        ..Default::default()
+    };
+    let rep = fit(model.as_ref(), &ds, &opts)?;
+    let mut report = rep.to_report();
+    report.notes.insert(
+        0,
+        format!(
+            "model {} on machine {} ({}); data {}",
+            entry.name, machine.name, entry.description, ds.source
+        ),
+    );
+    super::print_report(&report, format);
+    Ok(if rep.converged {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("the fit did not converge: {}", rep.termination);
+        ExitCode::from(1)
+    })
 }

@@ -199,7 +199,7 @@ impl crate::fit::FitModel for NetperfModel {
     }
 
     fn inputs(&self) -> Vec<crate::fit::InputSpec> {
-        vec![crate::fit::InputSpec::new("high_pages", "pages")]
+        vec![crate::fit::InputSpec::new("pcp_high_pages", "pages")]
     }
 
     fn target(&self) -> crate::fit::TargetSpec {
