@@ -1117,3 +1117,81 @@ fn simulation_dedicated_classes() {
     ];
     assert_close_to_simulation(64, &classes, SimMode::Dedicated, 61);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Method consistency
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn identical_dedicated_classes_equal_one_class() {
+    let hold = HoldDist::Gamma {
+        mean_ns: 1500.0,
+        cv2: 0.4,
+    };
+    let one = LockQueue::single(24, 30_000.0, hold.clone())
+        .solve()
+        .unwrap();
+    let two = LockQueue {
+        n_cpus: 24,
+        classes: vec![
+            HolderClass::new("a", 30_000.0, hold.clone()).with_share(ClassShare::Cpus(10)),
+            HolderClass::new("b", 30_000.0, hold).with_share(ClassShare::Cpus(14)),
+        ],
+        think: ThinkLaw::Exponential,
+    }
+    .solve()
+    .unwrap();
+    assert_eq!(two.method, Method::FiniteSourceDedicated);
+    assert!(two.exact);
+    assert_relative_eq!(two.utilisation, one.utilisation, max_relative = 1e-9);
+    assert_relative_eq!(
+        two.response_ns_mean,
+        one.response_ns_mean,
+        max_relative = 1e-8
+    );
+    assert_relative_eq!(
+        two.classes[1].throughput_per_s / two.classes[0].throughput_per_s,
+        1.4,
+        max_relative = 1e-9
+    );
+}
+
+#[test]
+fn mva_lattice_and_schweitzer_agree_at_the_switch() {
+    // 255 + 255 CPUs: lattice of 256² = 65 536 points (exact recursion); 256 + 256: Schweitzer.
+    let a = dedicated(255, 255, 2e6).solve_mva().unwrap();
+    let b = dedicated(256, 256, 2e6).solve_mva().unwrap();
+    assert_eq!(a.method, Method::MvaResidual);
+    assert_eq!(b.method, Method::SchweitzerResidual);
+    assert_relative_eq!(a.response_ns_mean, b.response_ns_mean, max_relative = 0.02);
+    let big = dedicated(512, 512, 4e6).solve_mva().unwrap();
+    assert!(big.response_ns_mean.is_finite() && big.response_ns_mean > 0.0);
+}
+
+#[test]
+fn general_think_is_exact_only_with_exponential_holds() {
+    let mut q = LockQueue::single(8, 7000.0, exp_hold(1000.0));
+    q.think = ThinkLaw::General;
+    let s = q.solve().unwrap();
+    assert!(s.exact);
+    assert_relative_eq!(
+        s.response_ns_mean,
+        machine_repairman(8, 7000.0, 1000.0)
+            .unwrap()
+            .response_ns_mean,
+        max_relative = 1e-9
+    );
+    q.classes[0].hold = HoldDist::Deterministic { hold_ns: 1000.0 };
+    assert!(!q.solve().unwrap().exact);
+}
+
+#[test]
+fn queue_round_trips_through_json() {
+    let q = two_class_mixed(10, 9000.0);
+    let text = serde_json::to_string(&q).unwrap();
+    let back: LockQueue = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, q);
+    let sol = serde_json::to_value(q.solve().unwrap()).unwrap();
+    assert_eq!(sol["method"], "finite_source_exact");
+    assert!(sol["classes"][1]["wait_ns_mean"].as_f64().unwrap() > 0.0);
+}
