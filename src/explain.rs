@@ -137,7 +137,12 @@ fn l2_index(m: &Machine) -> Option<usize> {
 }
 
 /// Compares machine `a` with machine `b`.
-pub fn explain(a: &Machine, b: &Machine, kernel: KernelVersion, highs: &[u32]) -> Result<Explanation> {
+pub fn explain(
+    a: &Machine,
+    b: &Machine,
+    kernel: KernelVersion,
+    highs: &[u32],
+) -> Result<Explanation> {
     let placement = Placement::SameLlc;
     let pa = netperf_params(a)?.values;
     let pb = netperf_params(b)?.values;
@@ -168,7 +173,10 @@ pub fn explain(a: &Machine, b: &Machine, kernel: KernelVersion, highs: &[u32]) -
         let w = b.caches[ib].ways.value;
         edits.push((
             "L2 size (and ways)".into(),
-            format!("{} KiB {}-way", a.caches[ia].size_kib.value, a.caches[ia].ways.value),
+            format!(
+                "{} KiB {}-way",
+                a.caches[ia].size_kib.value, a.caches[ia].ways.value
+            ),
             format!("{v} KiB {w}-way"),
             Box::new(move |m: &mut Machine| {
                 if let Some(i) = l2_index(m) {
@@ -183,7 +191,10 @@ pub fn explain(a: &Machine, b: &Machine, kernel: KernelVersion, highs: &[u32]) -
         let w = b.caches[ib].ways.value;
         edits.push((
             "LLC size (and ways)".into(),
-            format!("{} KiB {}-way", a.caches[ia].size_kib.value, a.caches[ia].ways.value),
+            format!(
+                "{} KiB {}-way",
+                a.caches[ia].size_kib.value, a.caches[ia].ways.value
+            ),
             format!("{v} KiB {w}-way"),
             Box::new(move |m: &mut Machine| {
                 if let Some(i) = llc_index(m) {
@@ -267,7 +278,18 @@ pub fn explain(a: &Machine, b: &Machine, kernel: KernelVersion, highs: &[u32]) -
     }
     let all_model = netperf_model(&all, placement, kernel)?;
     let all_swapped = shape_of(&all_model, &pa, limit, default_of(&all)?)?;
-    let summary = summarise(a, b, &ma, &mb, &pa, &pb, &shape_a, &shape_b, &swaps, &all_swapped)?;
+    let summary = summarise(
+        a,
+        b,
+        &ma,
+        &mb,
+        &pa,
+        &pb,
+        &shape_a,
+        &shape_b,
+        &swaps,
+        &all_swapped,
+    )?;
     Ok(Explanation {
         a: a.name.clone(),
         b: b.name.clone(),
@@ -358,7 +380,12 @@ fn summarise(
         b.name,
         sb.bypass_penalty_pct
     ));
-    let cliff = |s: &Shape| s.dram_cliff_pages.map_or("beyond the swept range".to_string(), |c| format!("{c} pages"));
+    let cliff = |s: &Shape| {
+        s.dram_cliff_pages
+            .map_or("beyond the swept range".to_string(), |c| {
+                format!("{c} pages")
+            })
+    };
     let llc_swap = swaps.iter().find(|s| s.parameter.starts_with("LLC size"));
     out.push(format!(
         "The DRAM cliff (10 % below the best) is at {} on {} (L2 + LLC in front of DRAM: {:.0} pages) and {} on {} ({:.0} pages){}.",

@@ -59,7 +59,11 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         if names.contains(&n) {
             Ok(())
         } else {
-            anyhow::bail!("model {} has no parameter '{n}' (parameters: {})", entry.name, names.join(", "))
+            anyhow::bail!(
+                "model {} has no parameter '{n}' (parameters: {})",
+                entry.name,
+                names.join(", ")
+            )
         }
     };
     for f in &args.free {
