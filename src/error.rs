@@ -6,8 +6,8 @@ use thiserror::Error;
 /// error: it is a result with a termination reason (see `fit`).
 #[derive(Debug, Error)]
 pub enum Error {
-    /// A file could not be read.
-    #[error("{path}: {source}")]
+    /// A file could not be read (the cause follows in the error chain).
+    #[error("cannot read {path}")]
     Io {
         /// The path that was being read.
         path: String,

@@ -140,6 +140,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::stats::ln_gamma;
 
 /// Label used as the "file" of [`Error::Invalid`] for inputs built in code.
 const INPUT: &str = "lock queue";
@@ -1569,34 +1570,6 @@ fn sigmoid(a: f64) -> f64 {
         let e = a.exp();
         e / (1.0 + e)
     }
-}
-
-/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; relative error ~1e-15).
-fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // reflection: Γ(x) Γ(1−x) = π / sin(πx)
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = C[0];
-    for (i, c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    let t = x + G + 0.5;
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
 }
 
 /// Regularised incomplete gamma functions (P(a, x), Q(a, x)), a > 0.
