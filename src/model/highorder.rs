@@ -422,15 +422,18 @@ impl FitModel for HighOrderModel {
             ));
         }
         let e = self.estimate(params, hop == 1.0)?;
-        match q {
-            v if v == 0.0 => Ok(e.contended),
-            v if v == 1.0 => Ok(e.total_wait_ns),
-            v if v == 2.0 => Ok(e.avg_wait_ns),
-            _ => Err(Error::invalid(
+        if q == 0.0 {
+            Ok(e.contended)
+        } else if q == 1.0 {
+            Ok(e.total_wait_ns)
+        } else if q == 2.0 {
+            Ok(e.avg_wait_ns)
+        } else {
+            Err(Error::invalid(
                 INPUT,
                 "quantity_code",
                 format!("must be 0, 1 or 2, got {q}"),
-            )),
+            ))
         }
     }
 }

@@ -282,7 +282,7 @@ impl FitModel for NumaStatModel {
                 ))
             }
         };
-        if !(th.is_finite() && th >= 1.0 && th <= 65_536.0) {
+        if !((1.0..=65_536.0).contains(&th)) {
             return Err(Error::invalid(
                 INPUT,
                 "threads",
