@@ -27,6 +27,28 @@ fn build_netperf(m: &Machine) -> Result<Box<dyn FitModel>> {
     Ok(Box::new(netperf_model(m, Placement::SameLlc, KERNEL_004)?))
 }
 
+fn build_memcg(m: &Machine) -> Result<Box<dyn FitModel>> {
+    Ok(Box::new(crate::model::memcg::MemcgModel::new(m, 36, 3)?))
+}
+
+fn build_page_bench(m: &Machine) -> Result<Box<dyn FitModel>> {
+    Ok(Box::new(crate::model::vmstat::NumaStatModel::new(
+        m,
+        crate::model::vmstat::KERNEL_002,
+    )?))
+}
+
+fn build_page_fault1(m: &Machine) -> Result<Box<dyn FitModel>> {
+    Ok(Box::new(
+        crate::model::highorder::HighOrderModel::page_fault1(
+            m,
+            crate::model::highorder::KERNEL_003,
+            90,
+            10.0,
+        )?,
+    ))
+}
+
 /// Every registered model.
 pub fn models() -> Vec<ModelEntry> {
     vec![ModelEntry {
@@ -36,6 +58,27 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "icelake-server",
         build: build_netperf,
         default_fixed: &crate::model::netperf::DEFAULT_FIXED,
+    },
+    ModelEntry {
+        name: "memcg-netperf",
+        description: "thread 001: netperf throughput vs MEMCG_CHARGE_BATCH, 36 instances, depth 3 (columns memcg_charge_batch_pages, throughput_mbps)",
+        default_machine: "memcg-72cpu",
+        build: build_memcg,
+        default_fixed: &crate::model::memcg::DEFAULT_FIXED,
+    },
+    ModelEntry {
+        name: "page-bench",
+        description: "thread 002: cycles per page alloc+free vs threads and vm.numa_stat (columns threads, numa_stat, cycles_per_page)",
+        default_machine: "broadwell-2s",
+        build: build_page_bench,
+        default_fixed: &[],
+    },
+    ModelEntry {
+        name: "page-fault1",
+        description: "thread 003: zone->lock contention of page_fault1 with 64 KiB folios, 90 tasks, 10 s (columns high_order_pcp, quantity_code, value)",
+        default_machine: "kunpeng-920",
+        build: build_page_fault1,
+        default_fixed: &crate::model::highorder::DEFAULT_FIXED,
     }]
 }
 

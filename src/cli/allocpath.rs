@@ -3,18 +3,261 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::report::Format;
+use pcpmodel::model::highorder::{HighOrderModel, KERNEL_003};
+use pcpmodel::model::memcg::MemcgModel;
+use pcpmodel::model::vmstat::{NumaStatModel, KERNEL_002};
+use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::validate::{t001, t002, t003};
+use pcpmodel::Machine;
+
+use super::predict::{kernel_arg, Workload};
 
 /// Arguments of `pcpmodel memcg`.
 #[derive(Debug, clap::Args)]
-pub struct MemcgArgs {}
+pub struct MemcgArgs {
+    /// Machine: built-in name or TOML file.
+    #[arg(long, default_value = "memcg-72cpu")]
+    pub machine: String,
+    /// MEMCG_CHARGE_BATCH to compare with (the sweep runs 1..=1024 around it).
+    #[arg(long, default_value_t = 64)]
+    pub batch: u32,
+    /// cgroup hierarchy depth below the root.
+    #[arg(long, default_value_t = 3)]
+    pub cgroup_depth: u32,
+    /// netperf instances (each a sender and a receiver CPU).
+    #[arg(long, default_value_t = 36)]
+    pub instances: u32,
+}
+
+/// Parameters of the memcg model: the two-parameter fit to thread 001.
+fn memcg_params() -> anyhow::Result<Vec<f64>> {
+    let m = t001::model_001()?;
+    let r = t001::fit_001(&m, &["fixed_ns_per_page", "transfers_per_visit"], &[32, 64])?;
+    Ok(t001::values(&r))
+}
 
 /// Runs `pcpmodel memcg`.
-pub fn memcg(_args: MemcgArgs, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'memcg' is not implemented yet")
+pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
+    let machine = Machine::resolve(&args.machine)?;
+    let model = MemcgModel::new(&machine, args.instances, args.cgroup_depth)?;
+    let p = memcg_params()?;
+    let mut batches: Vec<u32> = (0..=10).map(|i| 1u32 << i).collect();
+    if !batches.contains(&args.batch) {
+        batches.push(args.batch);
+        batches.sort_unstable();
+    }
+    let mut t = Table::new([
+        "batch (pages)",
+        "throughput (Mbit/s)",
+        "gain vs half batch (%)",
+        "counter ns per page",
+        "line utilisation",
+    ])
+    .titled(format!(
+        "memcg charge batching on {}, {} instances, depth {}",
+        machine.name, args.instances, args.cgroup_depth
+    ));
+    let mut json_rows = Vec::new();
+    let mut prev: Option<f64> = None;
+    let mut flat_at: Option<u32> = None;
+    for b in &batches {
+        let e = model.estimate(&p, *b)?;
+        let gain = prev.map(|x| 100.0 * (e.throughput_mbps / x - 1.0));
+        if flat_at.is_none() && gain.is_some_and(|g| g < 5.0) && b.is_power_of_two() {
+            flat_at = Some(*b);
+        }
+        if b.is_power_of_two() {
+            prev = Some(e.throughput_mbps);
+        }
+        t.push([
+            b.to_string(),
+            sig(e.throughput_mbps, 5),
+            gain.map_or("-".into(), |g| format!("{g:.1}")),
+            sig(
+                e.counter_service_ns_per_page + e.counter_wait_ns_per_page,
+                4,
+            ),
+            format!("{:.3}", e.line_utilisation),
+        ]);
+        json_rows.push(e);
+    }
+    let json = serde_json::json!({
+        "machine": machine.name,
+        "instances": args.instances,
+        "cgroup_depth": args.cgroup_depth,
+        "parameters": p,
+        "sweep": json_rows,
+        "flattens_at_batch": flat_at,
+    });
+    let notes = vec![
+        format!(
+            "parameters: fixed_ns_per_page {:.0} ns, transfers_per_visit {:.2} (both fitted to thread 001), stock pages per payload page {}",
+            p[0], p[1], p[2]
+        ),
+        match flat_at {
+            Some(b) => format!("doubling the batch gains less than 5 % from batch {b} on"),
+            None => "the gain does not flatten below 1024 pages".to_string(),
+        },
+    ];
+    super::emit(
+        &Report {
+            json,
+            tables: vec![t],
+            notes,
+        },
+        format,
+    )
 }
 
 /// `pcpmodel predict --workload memcg-netperf|page-bench|page-fault1`.
-pub fn predict(args: &super::predict::Args, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("workload {:?} is not implemented yet", args.workload)
+pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<ExitCode> {
+    let machine_name = |default: &str| {
+        if args.machine == "icelake-server" {
+            default.to_string()
+        } else {
+            args.machine.clone()
+        }
+    };
+    match args.workload {
+        Workload::MemcgNetperf => {
+            let machine = Machine::resolve(&machine_name("memcg-72cpu"))?;
+            let model = MemcgModel::new(
+                &machine,
+                args.instances.unwrap_or(36),
+                args.cgroup_depth.unwrap_or(3),
+            )?;
+            let p = memcg_params()?;
+            let e = model.estimate(&p, args.batch.unwrap_or(64))?;
+            let mut t = Table::new(["term", "ns per payload page", "share (%)"]).titled(format!(
+                "memcg-netperf on {}, batch {} pages, {} counter levels",
+                machine.name, e.batch_pages, e.levels
+            ));
+            for (n, v) in [
+                ("fixed work", e.fixed_ns_per_page),
+                ("counter line transfers", e.counter_service_ns_per_page),
+                ("waiting for counter lines", e.counter_wait_ns_per_page),
+                ("total", e.ns_per_page),
+            ] {
+                t.push([
+                    n.to_string(),
+                    sig(v, 4),
+                    format!("{:.1}", 100.0 * v / e.ns_per_page),
+                ]);
+            }
+            let notes = vec![format!(
+                "throughput {} Mbit/s per instance; counter lines {:.0} % busy",
+                sig(e.throughput_mbps, 5),
+                100.0 * e.line_utilisation
+            )];
+            let json = serde_json::json!({"workload": "memcg-netperf", "machine": machine.name, "parameters": p, "estimate": e});
+            super::emit(
+                &Report {
+                    json,
+                    tables: vec![t],
+                    notes,
+                },
+                format,
+            )
+        }
+        Workload::PageBench => {
+            let machine = Machine::resolve(&machine_name("broadwell-2s"))?;
+            let kernel = kernel_arg(&args.kernel, KERNEL_002)?;
+            let fit_model = t002::model_002()?;
+            let r = t002::fit_002(&fit_model)?;
+            let p: Vec<f64> = r.params.iter().map(|x| x.value).collect();
+            let model = NumaStatModel::new(&machine, kernel)?;
+            let threads = args.threads.unwrap_or(1);
+            let ns = args.numa_stat.unwrap_or(1);
+            if ns > 1 {
+                anyhow::bail!("--numa-stat must be 0 or 1, got {ns}");
+            }
+            let e = model.estimate(&p, threads, ns == 1)?;
+            let mut t = Table::new(["term", "cycles per page", "share (%)"]).titled(format!(
+                "page-bench on {}, kernel {}.{}, {threads} threads, vm.numa_stat {ns}",
+                machine.name, kernel.major, kernel.minor
+            ));
+            for (n, v) in [
+                ("alloc + free", e.base_cycles),
+                ("per-CPU NUMA counters", e.local_counter_cycles),
+                ("folds into shared counters", e.fold_cycles),
+                ("total", e.cycles_per_page),
+            ] {
+                t.push([
+                    n.to_string(),
+                    sig(v, 4),
+                    format!("{:.1}", 100.0 * v / e.cycles_per_page),
+                ]);
+            }
+            let notes = vec![format!(
+                "SMT stretch {:.2}; fold threshold {} events; parameters fitted to thread 002",
+                e.smt_stretch, e.fold_threshold
+            )];
+            let json = serde_json::json!({"workload": "page-bench", "machine": machine.name, "parameters": p, "estimate": e});
+            super::emit(
+                &Report {
+                    json,
+                    tables: vec![t],
+                    notes,
+                },
+                format,
+            )
+        }
+        Workload::PageFault1 => {
+            let machine = Machine::resolve(&machine_name("kunpeng-920"))?;
+            let kernel = kernel_arg(&args.kernel, KERNEL_003)?;
+            let fit_model = t003::model_003()?;
+            let r = t003::fit_003(&fit_model)?;
+            let p: Vec<f64> = r.params.iter().map(|x| x.value).collect();
+            let model =
+                HighOrderModel::page_fault1(&machine, kernel, args.procs.unwrap_or(90), 10.0)?;
+            let cases: Vec<bool> = match args.high_order_pcp {
+                Some(b) => vec![b],
+                None => vec![false, true],
+            };
+            let mut t = Table::new([
+                "order-4 on PCP",
+                "acquisitions",
+                "per folio",
+                "utilisation",
+                "contended",
+                "total wait (us)",
+                "avg wait (us)",
+            ])
+            .titled(format!(
+                "page-fault1 on {}, kernel {}.{}, {} tasks, 10 s",
+                machine.name, kernel.major, kernel.minor, model.tasks
+            ));
+            let mut ests = Vec::new();
+            for c in cases {
+                let e = model.estimate(&p, c)?;
+                t.push([
+                    c.to_string(),
+                    sig(e.acquisitions, 4),
+                    sig(e.acquisitions_per_folio, 3),
+                    sig(e.utilisation, 3),
+                    sig(e.contended, 4),
+                    sig(e.total_wait_ns / 1e3, 4),
+                    sig(e.avg_wait_ns / 1e3, 4),
+                ]);
+                ests.push(e);
+            }
+            let json = serde_json::json!({"workload": "page-fault1", "machine": machine.name, "parameters": p, "estimates": ests});
+            let notes = vec![format!(
+                "parameters fitted to thread 003 without the patch: fault {:.0} ns per folio, hold {:.0} ns per block",
+                p[0], p[1]
+            )];
+            super::emit(
+                &Report {
+                    json,
+                    tables: vec![t],
+                    notes,
+                },
+                format,
+            )
+        }
+        _ => anyhow::bail!(
+            "workload {:?} is not an allocation-path workload",
+            args.workload
+        ),
+    }
 }

@@ -8,6 +8,9 @@
 //!   throughput, and the full distribution of time spent in one lock request.
 
 pub mod cache;
+pub mod highorder;
 pub mod lock;
+pub mod memcg;
 pub mod netperf;
 pub mod pcp;
+pub mod vmstat;

@@ -10,6 +10,9 @@ use serde::Serialize;
 
 use crate::error::Result;
 
+pub mod t001;
+pub mod t002;
+pub mod t003;
 pub mod t004;
 
 /// Whether a prediction was fitted to the point it is compared with.
@@ -135,5 +138,10 @@ impl TableValidation {
 
 /// Validates every built-in table.
 pub fn validate_all() -> Result<Vec<TableValidation>> {
-    Ok(vec![t004::validate()?])
+    Ok(vec![
+        t001::validate()?,
+        t002::validate()?,
+        t003::validate()?,
+        t004::validate()?,
+    ])
 }
