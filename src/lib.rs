@@ -22,6 +22,7 @@ pub mod registry;
 pub mod report;
 pub mod stats;
 pub mod validate;
+pub mod workload;
 
 pub use error::{Error, Result};
 pub use machine::Machine;
