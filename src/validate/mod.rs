@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 
+pub mod t000;
 pub mod t004;
 
 /// Whether a prediction was fitted to the point it is compared with.
@@ -135,5 +136,5 @@ impl TableValidation {
 
 /// Validates every built-in table.
 pub fn validate_all() -> Result<Vec<TableValidation>> {
-    Ok(vec![t004::validate()?])
+    Ok(vec![t000::validate()?, t004::validate()?])
 }
