@@ -17,6 +17,7 @@ pub mod kernel;
 pub mod machine;
 pub mod model;
 pub mod optimize;
+pub mod plot_latency;
 pub mod provenance;
 pub mod registry;
 pub mod report;
