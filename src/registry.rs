@@ -27,6 +27,10 @@ fn build_netperf(m: &Machine) -> Result<Box<dyn FitModel>> {
     Ok(Box::new(netperf_model(m, Placement::SameLlc, KERNEL_004)?))
 }
 
+fn build_zone_lock(m: &Machine) -> Result<Box<dyn FitModel>> {
+    Ok(Box::new(crate::model::zonelock::ZoneLockHistFit::new(m)?))
+}
+
 /// Every registered model.
 pub fn models() -> Vec<ModelEntry> {
     vec![ModelEntry {
@@ -36,6 +40,12 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "icelake-server",
         build: build_netperf,
         default_fixed: &crate::model::netperf::DEFAULT_FIXED,
+    }, ModelEntry {
+        name: "zone-lock",
+        description: "thread 000: rmqueue_bulk() log2 latency histogram of 10 mmap/fill/munmap loops, scale 5, one node, 600 s (columns lo_ns, hi_ns, count; fit with absolute residuals)",
+        default_machine: "epyc-7w83",
+        build: build_zone_lock,
+        default_fixed: &["fixed_ns"],
     }]
 }
 
