@@ -300,3 +300,34 @@ fn bad_inputs_exit_2() {
         .assert()
         .success();
 }
+
+#[test]
+fn imported_seed_histogram_feeds_the_zone_lock_fit() {
+    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/seeds/000_d917447a908c0973.txt");
+    let seed = if seed.exists() {
+        seed
+    } else {
+        std::path::PathBuf::from("/work/shared/seeds/000_d917447a908c0973.txt")
+    };
+    if !seed.exists() {
+        eprintln!("seed 000 not available; skipped");
+        return;
+    }
+    let out = bin()
+        .args(["import", "funclatency", "--index", "1"])
+        .arg(&seed)
+        .args(["--format", "csv"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let m = ZoneLockHistFit::new(&epyc()).unwrap();
+    let ds = Dataset::from_csv_str(&text, "seed 000 #1", &m).unwrap();
+    let h = &data::histograms_000().unwrap()[0];
+    assert_eq!(ds.len(), h.histogram.buckets().len());
+    let sum: f64 = ds.y.iter().sum();
+    assert_eq!(sum as u64, h.histogram.total_count());
+}
