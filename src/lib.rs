@@ -20,11 +20,13 @@ pub mod machine;
 pub mod model;
 pub mod optimize;
 pub mod plot;
+pub mod plot_latency;
 pub mod provenance;
 pub mod registry;
 pub mod report;
 pub mod stats;
 pub mod validate;
+pub mod workload;
 
 pub use error::{Error, Result};
 pub use machine::Machine;

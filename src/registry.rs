@@ -49,6 +49,10 @@ fn build_page_fault1(m: &Machine) -> Result<Box<dyn FitModel>> {
     ))
 }
 
+fn build_zone_lock(m: &Machine) -> Result<Box<dyn FitModel>> {
+    Ok(Box::new(crate::model::zonelock::ZoneLockHistFit::new(m)?))
+}
+
 /// Every registered model.
 pub fn models() -> Vec<ModelEntry> {
     vec![ModelEntry {
@@ -79,6 +83,13 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "kunpeng-920",
         build: build_page_fault1,
         default_fixed: &crate::model::highorder::DEFAULT_FIXED,
+    },
+    ModelEntry {
+        name: "zone-lock",
+        description: "thread 000: rmqueue_bulk() log2 latency histogram of 10 mmap/fill/munmap loops, scale 5, one node, 600 s (columns lo_ns, hi_ns, count; fit with absolute residuals)",
+        default_machine: "epyc-7w83",
+        build: build_zone_lock,
+        default_fixed: &["fixed_ns"],
     }]
 }
 

@@ -3,36 +3,503 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::report::Format;
+use clap::ValueEnum;
+use pcpmodel::data::{self, Histogram};
+use pcpmodel::model::zonelock::{workload_000, Prediction, ZoneLockModel, KERNEL_000};
+use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::validate::t000::{calibrate, Calibration};
+use pcpmodel::workload::NodeSpan;
+use pcpmodel::Machine;
+
+/// Workloads the zone->lock commands know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockWorkload {
+    /// Thread 000: P processes mmap, fill and munmap 6 GiB (two buffers per iteration) in a loop.
+    MmapFill,
+}
+
+/// Arguments shared by `latency`, `scale-max` and `plot latency`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CaseArgs {
+    /// Machine: built-in name or TOML file.
+    #[arg(long, default_value = "epyc-7w83")]
+    pub machine: String,
+    /// Workload.
+    #[arg(long, value_enum, default_value_t = LockWorkload::MmapFill)]
+    pub workload: LockWorkload,
+    /// Parallel processes (one per CPU).
+    #[arg(long, default_value_t = 10)]
+    pub procs: u32,
+    /// NUMA nodes the processes run on: 1 (a cpuset on node 0) or all.
+    #[arg(long, default_value = "1")]
+    pub nodes: String,
+    /// Kernel version (default 6.10, thread 000's "upstream kernel").
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Measurement interval for the count column, s (funclatency -i 600 in thread 000).
+    #[arg(long, default_value_t = 600.0)]
+    pub duration_s: f64,
+}
 
 /// Arguments of `pcpmodel latency`.
 #[derive(Debug, clap::Args)]
-pub struct LatencyArgs {}
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub case: CaseArgs,
+    /// CONFIG_PCP_BATCH_SCALE_MAX (vm.pcp_batch_scale_max), 0..=6.
+    #[arg(long, default_value_t = 5)]
+    pub scale_max: u8,
+}
 
 /// Arguments of `pcpmodel scale-max`.
 #[derive(Debug, clap::Args)]
-pub struct ScaleMaxArgs {}
+pub struct ScaleMaxArgs {
+    #[command(flatten)]
+    pub case: CaseArgs,
+    /// Latency target: p99 of rmqueue_bulk() in microseconds.
+    #[arg(long)]
+    pub p99_us: Option<f64>,
+}
 
 /// Arguments of `pcpmodel plot latency`.
 #[derive(Debug, clap::Args)]
-pub struct PlotLatencyArgs {}
+pub struct PlotLatencyArgs {
+    #[command(flatten)]
+    pub case: CaseArgs,
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6.
+    #[arg(long, default_value_t = 5)]
+    pub scale_max: u8,
+    /// Measured histogram to draw beside the prediction (CSV lo_ns,hi_ns,count, as `pcpmodel
+    /// import funclatency` writes). Default: thread 000's histogram of the same case, if any.
+    #[arg(long)]
+    pub data: Option<std::path::PathBuf>,
+    /// Output SVG file.
+    #[arg(short = 'o', long)]
+    pub output: std::path::PathBuf,
+}
+
+struct Solved {
+    machine: Machine,
+    span: NodeSpan,
+    calibration: Calibration,
+    model: ZoneLockModel,
+}
+
+fn setup(c: &CaseArgs) -> anyhow::Result<Solved> {
+    let machine = Machine::resolve(&c.machine)?;
+    let span = NodeSpan::parse(&c.nodes, "--nodes")?;
+    let kernel = super::predict::kernel_arg(&c.kernel, KERNEL_000)?;
+    if !(c.duration_s.is_finite() && c.duration_s > 0.0) {
+        anyhow::bail!("--duration-s must be > 0, got {}", c.duration_s);
+    }
+    let calibration = calibrate(&machine)?;
+    let model = ZoneLockModel::new(&machine, kernel)?;
+    Ok(Solved {
+        machine,
+        span,
+        calibration,
+        model,
+    })
+}
+
+fn check_scale(s: u8) -> anyhow::Result<()> {
+    if s > 6 {
+        anyhow::bail!("--scale-max {s}: CONFIG_PCP_BATCH_SCALE_MAX is 0..=6");
+    }
+    Ok(())
+}
+
+/// Log2 bucket range covering the prediction from its 1e-5 to its 1 − 1e-6 quantile.
+fn bucket_range(pred: &Prediction) -> anyhow::Result<(u32, u32)> {
+    let lo = pred.quantile(1e-5)?.max(1.0);
+    let hi = pred.quantile(1.0 - 1e-6)?.max(lo);
+    let lo_exp = lo.log2().floor().clamp(0.0, 60.0) as u32;
+    let hi_exp = (hi.log2().floor() as u32).clamp(lo_exp, 60);
+    Ok((lo_exp, hi_exp))
+}
+
+/// Thread 000's measured histogram for this case, if there is one.
+fn measured_000(
+    machine: &str,
+    procs: u32,
+    span: NodeSpan,
+    scale: u8,
+) -> anyhow::Result<Option<(String, Histogram)>> {
+    for h in data::histograms_000()? {
+        let same_span = (h.nodes > 1) == (span == NodeSpan::All);
+        if h.machine == machine
+            && h.processes == procs
+            && same_span
+            && h.scale_max == u32::from(scale)
+        {
+            return Ok(Some((h.case.clone(), h.histogram)));
+        }
+    }
+    Ok(None)
+}
+
+fn summary_json(pred: &Prediction) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::json!({
+        "avg_ns": pred.avg_ns,
+        "p50_ns": pred.quantile(0.5)?,
+        "p99_ns": pred.quantile(0.99)?,
+        "p999_ns": pred.quantile(0.999)?,
+        "calls_per_s": pred.calls_per_s,
+        "pages_per_s": pred.pages_per_s,
+        "lock_utilisation": pred.lock_utilisation,
+    }))
+}
+
+fn zones_table(pred: &Prediction) -> Table {
+    let mut t = Table::new([
+        "node",
+        "procs",
+        "refill pages (mean)",
+        "drain pages (mean)",
+        "refill hold (us)",
+        "drain hold (us)",
+        "refill wait (us)",
+        "lock utilisation",
+        "refills/s",
+    ])
+    .titled("Per zone (one zone->lock each)");
+    for z in &pred.zones {
+        t.push([
+            z.node.to_string(),
+            z.procs.to_string(),
+            sig(z.dynamics.mean_refill_pages(), 4),
+            sig(z.dynamics.mean_free_pages(), 4),
+            sig(z.refill_hold_ns / 1e3, 4),
+            sig(z.free_hold_ns / 1e3, 4),
+            sig(z.refill_wait_ns / 1e3, 4),
+            format!("{:.3}", z.lock_utilisation),
+            sig(z.refill_per_s, 4),
+        ]);
+    }
+    t
+}
+
+fn params_note(c: &Calibration) -> String {
+    format!(
+        "parameters: fixed_ns {} ns, lines_per_page {}, work_ns_per_page {} ns ({})",
+        sig(c.params.fixed_ns, 4),
+        sig(c.params.lines_per_page, 3),
+        sig(c.params.work_ns_per_page, 4),
+        c.source
+    )
+}
+
+/// Builds the `latency` report (also used by `predict --workload mmap-fill`).
+fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
+    check_scale(scale)?;
+    let s = setup(c)?;
+    let w = workload_000(c.procs, s.span);
+    let pred = s.model.predict(&s.calibration.params, &w, scale, true)?;
+    let (lo, hi) = bucket_range(&pred)?;
+    let buckets = pred.log2_fractions(lo, hi)?;
+    let measured = measured_000(&s.machine.name, c.procs, s.span, scale)?;
+    let mfrac = |lo_ns: u64| -> Option<f64> {
+        let (_, h) = measured.as_ref()?;
+        let tot = h.total_count() as f64;
+        h.buckets()
+            .iter()
+            .find(|b| b.lo_ns == lo_ns)
+            .map(|b| b.count as f64 / tot)
+    };
+    let maxf = buckets.iter().map(|b| b.2).fold(0.0, f64::max);
+    let mut cols = vec![
+        "lo (ns)".to_string(),
+        "hi (ns)".to_string(),
+        "fraction".to_string(),
+        format!("count per {} s", sig(c.duration_s, 4)),
+    ];
+    if measured.is_some() {
+        cols.push("measured fraction".to_string());
+    }
+    cols.push("distribution".to_string());
+    let mut hist = Table::new(cols).titled(format!(
+        "rmqueue_bulk() latency, {} procs on {} node(s) of {}, CONFIG_PCP_BATCH_SCALE_MAX {scale}",
+        c.procs,
+        s.span.as_str(),
+        s.machine.name
+    ));
+    let mut rows_json = Vec::new();
+    for (l, h, f) in &buckets {
+        let mut row = vec![
+            l.to_string(),
+            h.to_string(),
+            format!("{f:.5}"),
+            format!("{:.0}", f * pred.calls_per_s * c.duration_s),
+        ];
+        if measured.is_some() {
+            row.push(mfrac(*l).map_or("-".to_string(), |m| format!("{m:.5}")));
+        }
+        let n = if maxf > 0.0 {
+            (40.0 * f / maxf).round() as usize
+        } else {
+            0
+        };
+        row.push(format!("|{:<40}|", "*".repeat(n)));
+        hist.push(row);
+        rows_json.push(serde_json::json!({"lo_ns": l, "hi_ns": h, "fraction": f}));
+    }
+    let mut json = summary_json(&pred)?;
+    json["machine"] = s.machine.name.clone().into();
+    json["workload"] = "mmap-fill".into();
+    json["procs"] = c.procs.into();
+    json["nodes"] = s.span.as_str().into();
+    json["scale_max"] = scale.into();
+    json["histogram"] = rows_json.into();
+    json["zones"] = serde_json::to_value(&pred.zones)?;
+    json["parameters"] = serde_json::to_value(s.calibration.params)?;
+    json["parameters_source"] = s.calibration.source.clone().into();
+    if let Some((case, h)) = &measured {
+        json["measured"] = serde_json::json!({
+            "case": case,
+            "mean_ns_midpoint": h.mean_ns(),
+            "histogram": h.buckets().iter().map(|b| serde_json::json!({
+                "lo_ns": b.lo_ns, "hi_ns": b.hi_ns, "count": b.count
+            })).collect::<Vec<_>>(),
+        });
+    }
+    let mut notes = vec![format!(
+        "avg {} us, p50 {} us, p99 {} us, p99.9 {} us; {} calls/s, {} pages/s ({} MB/s); lock utilisation {:.3}",
+        sig(pred.avg_ns / 1e3, 4),
+        sig(pred.quantile(0.5)? / 1e3, 4),
+        sig(pred.quantile(0.99)? / 1e3, 4),
+        sig(pred.quantile(0.999)? / 1e3, 4),
+        sig(pred.calls_per_s, 4),
+        sig(pred.pages_per_s, 4),
+        sig(pred.pages_per_s * 4096.0 / 1e6, 4),
+        pred.lock_utilisation
+    )];
+    notes.push(params_note(&s.calibration));
+    if let Some((case, _)) = &measured {
+        notes.push(format!("measured fraction: thread 000, {case}"));
+    }
+    notes.push(
+        "not modelled: decay_pcp_high() on the vmstat tick, other zone->lock users, vCPU preemption in a KVM guest (see `pcpmodel validate`)".to_string(),
+    );
+    Ok(Report {
+        json,
+        tables: vec![hist, zones_table(&pred)],
+        notes,
+    })
+}
 
 /// Runs `pcpmodel latency`.
-pub fn latency(_args: LatencyArgs, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'latency' is not implemented yet")
+pub fn latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
+    let r = latency_report(&args.case, args.scale_max)?;
+    super::emit(&r, format)
 }
 
 /// Runs `pcpmodel scale-max`.
-pub fn scale_max(_args: ScaleMaxArgs, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'scale-max' is not implemented yet")
+pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode> {
+    if let Some(t) = args.p99_us {
+        if !(t.is_finite() && t > 0.0) {
+            anyhow::bail!("--p99-us must be > 0, got {t}");
+        }
+    }
+    let s = setup(&args.case)?;
+    let w = workload_000(args.case.procs, s.span);
+    let mut preds = Vec::new();
+    for scale in 0..=6u8 {
+        let p = s.model.predict(&s.calibration.params, &w, scale, true)?;
+        preds.push((scale, p));
+    }
+    let best_tp = preds.iter().map(|(_, p)| p.pages_per_s).fold(0.0, f64::max);
+    let target_ns = args.p99_us.map(|t| t * 1e3);
+    let mut rows_json = Vec::new();
+    let mut table = Table::new([
+        "scale_max",
+        "max pages per hold",
+        "avg (us)",
+        "p50 (us)",
+        "p99 (us)",
+        "p99.9 (us)",
+        "calls/s",
+        "pages/s",
+        "throughput vs best (%)",
+        "lock utilisation",
+        "meets target",
+    ])
+    .titled(format!(
+        "rmqueue_bulk() latency vs throughput, {} procs on {} node(s) of {}",
+        args.case.procs,
+        s.span.as_str(),
+        s.machine.name
+    ));
+    let mut chosen: Option<(u8, f64)> = None;
+    for (scale, p) in &preds {
+        let p99 = p.quantile(0.99)?;
+        let meets = target_ns.map(|t| p99 <= t);
+        if meets == Some(true) && chosen.is_none_or(|(_, tp)| p.pages_per_s > tp) {
+            chosen = Some((*scale, p.pages_per_s));
+        }
+        let max_hold = p
+            .zones
+            .iter()
+            .flat_map(|z| z.dynamics.refill.iter().map(|r| r.0))
+            .max()
+            .unwrap_or(0);
+        let rel = 100.0 * (p.pages_per_s / best_tp - 1.0);
+        table.push([
+            scale.to_string(),
+            max_hold.to_string(),
+            sig(p.avg_ns / 1e3, 4),
+            sig(p.quantile(0.5)? / 1e3, 4),
+            sig(p99 / 1e3, 4),
+            sig(p.quantile(0.999)? / 1e3, 4),
+            sig(p.calls_per_s, 4),
+            sig(p.pages_per_s, 4),
+            format!("{rel:+.1}"),
+            format!("{:.3}", p.lock_utilisation),
+            meets.map_or("-".to_string(), |m| {
+                if m { "yes" } else { "no" }.to_string()
+            }),
+        ]);
+        let mut j = summary_json(p)?;
+        j["scale_max"] = (*scale).into();
+        j["max_refill_pages"] = max_hold.into();
+        j["throughput_vs_best_pct"] = rel.into();
+        j["meets_target"] = serde_json::to_value(meets)?;
+        rows_json.push(j);
+    }
+    let mut notes = Vec::new();
+    match (args.p99_us, chosen) {
+        (Some(t), Some((sc, tp))) => notes.push(format!(
+            "CONFIG_PCP_BATCH_SCALE_MAX {sc} meets p99 <= {} us at the least throughput cost: {} pages/s, {:+.1} % vs the best setting",
+            sig(t, 4),
+            sig(tp, 4),
+            100.0 * (tp / best_tp - 1.0)
+        )),
+        (Some(t), None) => notes.push(format!(
+            "no setting 0..6 meets p99 <= {} us on this machine and workload",
+            sig(t, 4)
+        )),
+        (None, _) => notes.push(
+            "give --p99-us X to pick the setting that meets a latency target at the least throughput cost".to_string(),
+        ),
+    }
+    notes.push(params_note(&s.calibration));
+    let json = serde_json::json!({
+        "machine": s.machine.name,
+        "workload": "mmap-fill",
+        "procs": args.case.procs,
+        "nodes": s.span.as_str(),
+        "target_p99_us": args.p99_us,
+        "chosen_scale_max": chosen.map(|c| c.0),
+        "settings": rows_json,
+        "parameters": s.calibration.params,
+        "parameters_source": s.calibration.source,
+    });
+    super::emit(
+        &Report {
+            json,
+            tables: vec![table],
+            notes,
+        },
+        format,
+    )
 }
 
 /// Runs `pcpmodel plot latency`.
-pub fn plot_latency(_args: PlotLatencyArgs, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'plot latency' is not implemented yet")
+pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
+    check_scale(args.scale_max)?;
+    let s = setup(&args.case)?;
+    let w = workload_000(args.case.procs, s.span);
+    let pred = s
+        .model
+        .predict(&s.calibration.params, &w, args.scale_max, true)?;
+    let measured: Option<(String, Histogram)> = match &args.data {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| pcpmodel::Error::io(p.display().to_string(), e))?;
+            Some((
+                p.display().to_string(),
+                Histogram::from_csv(&text, &p.display().to_string())?,
+            ))
+        }
+        None => measured_000(&s.machine.name, args.case.procs, s.span, args.scale_max)?,
+    };
+    let (mut lo, mut hi) = bucket_range(&pred)?;
+    if let Some((_, h)) = &measured {
+        for b in h.buckets().iter().filter(|b| b.count > 0) {
+            let e = if b.lo_ns == 0 {
+                0
+            } else {
+                63 - b.lo_ns.leading_zeros()
+            };
+            lo = lo.min(e);
+            hi = hi.max(e);
+        }
+    }
+    let pb = pred.log2_fractions(lo, hi)?;
+    let mb: Vec<f64> = match &measured {
+        Some((_, h)) => {
+            let tot = h.total_count().max(1) as f64;
+            pb.iter()
+                .map(|(l, _, _)| {
+                    h.buckets()
+                        .iter()
+                        .find(|b| b.lo_ns == *l)
+                        .map_or(0.0, |b| b.count as f64 / tot)
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let title = format!(
+        "rmqueue_bulk() latency: {}, {} procs, {} node(s), scale_max {}",
+        s.machine.name,
+        args.case.procs,
+        s.span.as_str(),
+        args.scale_max
+    );
+    pcpmodel::plot_latency::draw_log2_histograms(
+        &args.output,
+        &title,
+        &pb.iter().map(|b| (b.0, b.2)).collect::<Vec<_>>(),
+        if mb.is_empty() { None } else { Some(&mb) },
+        measured.as_ref().map(|m| m.0.as_str()),
+    )?;
+    let json = serde_json::json!({
+        "output": args.output.display().to_string(),
+        "buckets": pb.len(),
+        "measured": measured.as_ref().map(|m| m.0.clone()),
+    });
+    let mut t = Table::new(["file", "buckets", "measured"]);
+    t.push([
+        args.output.display().to_string(),
+        pb.len().to_string(),
+        measured.map_or("-".to_string(), |m| m.0),
+    ]);
+    super::emit(
+        &Report {
+            json,
+            tables: vec![t],
+            notes: vec![],
+        },
+        format,
+    )
 }
 
 /// `pcpmodel predict --workload mmap-fill`.
-pub fn predict(_args: &super::predict::Args, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("workload mmap-fill is not implemented yet")
+pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<ExitCode> {
+    let scale = match args.scale_max {
+        Some(s) => u8::try_from(s).map_err(|_| anyhow::anyhow!("--scale-max {s}: 0..=6"))?,
+        None => 5,
+    };
+    let case = CaseArgs {
+        machine: args.machine.clone(),
+        workload: LockWorkload::MmapFill,
+        procs: args.procs.unwrap_or(10),
+        nodes: args.nodes.clone().unwrap_or_else(|| "1".to_string()),
+        kernel: args.kernel.clone(),
+        duration_s: 600.0,
+    };
+    let mut r = latency_report(&case, scale)?;
+    // predict shows the terms first: the zone table, then the histogram.
+    r.tables.reverse();
+    super::emit(&r, format)
 }

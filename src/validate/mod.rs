@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 
+pub mod t000;
 pub mod t001;
 pub mod t002;
 pub mod t003;
@@ -139,6 +140,7 @@ impl TableValidation {
 /// Validates every built-in table.
 pub fn validate_all() -> Result<Vec<TableValidation>> {
     Ok(vec![
+        t000::validate()?,
         t001::validate()?,
         t002::validate()?,
         t003::validate()?,
