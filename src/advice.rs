@@ -236,7 +236,11 @@ pub fn sysctl_for(
         };
     };
     let opt = score_at(target);
-    let loss = 100.0 * (score_at(h) / opt - 1.0);
+    // Clamp rounding noise so that "+0.0 %" is not printed as "-0.0 %".
+    let loss = match 100.0 * (score_at(h) / opt - 1.0) {
+        l if l.abs() < 0.05 => 0.0,
+        l => l,
+    };
     let within = h >= within.0 && h <= within.1;
     let auto = if kernel.era().auto_tunes_high() {
         " It also sets high_min = high_max, which turns auto-tuning off."

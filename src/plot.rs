@@ -76,7 +76,7 @@ pub fn optimal_high_svg(o: &OptimalHigh, measured: &[(u32, f64)]) -> Result<Stri
         chart
             .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.15))))
             .map_err(plot_err)?
-            .label("95% band (parameter uncertainty)")
+            .label("95% band (fitted parameters and latencies)")
             .legend(|(x, y)| {
                 Rectangle::new([(x, y - 5), (x + 20, y + 5)], BLUE.mix(0.15).filled())
             });

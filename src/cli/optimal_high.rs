@@ -51,6 +51,15 @@ pub struct PlotArgs {
     pub output: PathBuf,
 }
 
+/// A signed percentage with two decimals that never prints "-0.00".
+fn pct(x: f64) -> String {
+    if x.abs() < 0.005 {
+        "0.00".to_string()
+    } else {
+        format!("{x:+.2}")
+    }
+}
+
 /// Computes the answer for the arguments.
 pub fn compute(args: &Args) -> anyhow::Result<(Machine, OptimalHigh)> {
     if args.workload != "netperf-udp" {
@@ -102,7 +111,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     ]);
     t.push([
         "throughput at the default vs the best".to_string(),
-        format!("{:+.2}", o.kernel_default_loss_pct),
+        pct(o.kernel_default_loss_pct),
         "%".to_string(),
     ]);
     t.push([
