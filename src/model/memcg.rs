@@ -134,17 +134,22 @@ pub struct CounterLine {
 /// `usage` line of a level, 6.0-rc1 layout (`page_counter_try_charge()`, 6.0-rc1):
 /// - charge walk: `atomic_long_add_return(usage)` 1; loads of `max`, `min`, `min_usage`, `low`
 ///   after it 1; the `memory.high` loop of `try_charge_memcg()` re-reads `usage` and `high` of
-///   every level 1. Protected level: `atomic_long_xchg(min_usage)` +1. Root: no propagation
-///   (`!c->parent`), but `max` and the `memory.high` loop still read it.
+///   every level 1 (3). Protected level: `atomic_long_xchg(min_usage)` +1 and the load of `low`
+///   after it +1 (5). Root: RMW, `max`, the `memory.high` re-read (3; no propagation,
+///   `!c->parent`).
 /// - uncharge walk (`page_counter_cancel()`): `atomic_long_sub_return(usage)` 1; loads in
-///   `propagate_protected_usage()` 1 (none at the root); protected level: xchg of `min_usage` +1.
+///   `propagate_protected_usage()` 1 (2); protected level: xchg of `min_usage` +1, load of `low`
+///   +1 (4); root: the RMW only (1).
 /// - second line (`elow`, `low_usage`, `watermark`, `parent`): written only at the protected
-///   level, by `atomic_long_xchg(low_usage)`: 1 per walk; read-only elsewhere.
+///   level, by `atomic_long_xchg(low_usage)` 1, then the loads of `watermark`/`parent` 1 (2 per
+///   walk, charge and uncharge alike); read-only elsewhere.
 ///
-/// Patch (A): the xchgs go (the protected usage never changes: `low` is far below `usage`).
+/// Patch (A): the xchgs go (the protected usage never changes: `low` is far below `usage`), so
+/// the protected level costs what the others do and its second line is read-only.
 /// Patch (B): `usage` alone: charge = RMW + the `memory.high` re-read (2), uncharge = RMW (1);
-/// the protection counters share a second line, written at the protected level by the two
-/// xchgs (2 per walk: the line is taken between them) unless (A) removes them.
+/// the protection counters and `watermark` share a second line, written at the protected level
+/// by the two xchgs (charge: xchg, xchg, `watermark` load = 3; uncharge: 2) unless (A) removes
+/// them; the limits and `parent` sit on a read-only third line.
 ///
 /// `stats_flush_threshold` (`memcg_rstat_updated()`, 6.0): one `atomic_add` each time a CPU's
 /// |MEMCG_SOCK| updates pass `MEMCG_CHARGE_BATCH` pages, i.e. once per walk: 1.
@@ -161,7 +166,7 @@ pub fn counter_lines(depth: u32, code: CounterCode) -> Vec<CounterLine> {
             // RMW + max load + memory.high re-read; cancel: RMW only.
             (3.0, 1.0)
         } else {
-            let extra = if protected && xchg { 1.0 } else { 0.0 };
+            let extra = if protected && xchg { 2.0 } else { 0.0 };
             (3.0 + extra, 2.0 + extra)
         };
         let what = if root {
@@ -178,7 +183,7 @@ pub fn counter_lines(depth: u32, code: CounterCode) -> Vec<CounterLine> {
         if protected && xchg {
             out.push(CounterLine {
                 name: format!("{what} protection counters"),
-                transfers_per_walk: if split { 2.0 } else { 1.0 },
+                transfers_per_walk: if split { 2.5 } else { 2.0 },
             });
         }
     }
@@ -536,7 +541,7 @@ mod line_tests {
             .iter()
             .find(|x| x.name == "level 1 (protected) usage")
             .unwrap();
-        approx::assert_relative_eq!(top.transfers_per_walk, 3.5);
+        approx::assert_relative_eq!(top.transfers_per_walk, 4.5);
         let both = counter_lines(3, CounterCode::Both);
         assert_eq!(both.len(), 5);
         assert!(both.iter().all(|x| x.transfers_per_walk <= 1.5));
