@@ -33,6 +33,10 @@
 //!    `C = A · P(contended)`, total wait `A · W`, average wait per contended acquisition
 //!    `W / P(contended)`.
 //!
+//! 5. **Physical parameters** ([`HighOrderModel::derived_params`], no fit): `t_fault` =
+//!    overhead + 64 KiB cleared at `min(core, node store bandwidth / tasks per node)`; `h_b` =
+//!    [`HOLD_DRAM_ACCESSES_PER_BLOCK`] × the machine file's local DRAM latency.
+//!
 //! # Assumptions and validity
 //! - Tasks spread evenly over the nodes and allocate locally; every folio is order 4 (no
 //!   fallback to order 0); page-table pages and other order-0 traffic are ignored.
