@@ -158,6 +158,11 @@ pub const TABLES: &[TableInfo] = &[
         "netperf TCP_SENDFILE throughput, 36 instances on 72 CPUs, MEMCG_CHARGE_BATCH 32 vs 64"
     ),
     table!(
+        "001_memcg_cover_letter_v2",
+        "001",
+        "the series' v2 cover letter: the same netperf workload in the root memcg and with each patch alone"
+    ),
+    table!(
         "002_numa_stat_cycles",
         "002",
         "CPU cycles per page alloc+free, page_bench01/03, vm.numa_stat 1 vs 0, 2-socket Broadwell"
@@ -781,6 +786,30 @@ pub struct RegressionPoint {
 /// The regression reported in thread 004's subject line (one row).
 pub fn regression_004() -> Result<Vec<RegressionPoint>> {
     Ok(strip_lines(load("004_regression")?))
+}
+
+/// One run of the v2 cover letter of thread 001's series.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoverLetterRun {
+    /// Row number as printed (1-6).
+    pub run: u32,
+    /// Which page_counter code ran: `root` (no charging), `rc1`, `fewer_atomics` (patch A),
+    /// `split_layout` (patch B), `both` (A and B).
+    pub page_counter_code: String,
+    /// MEMCG_CHARGE_BATCH, pages (64 with patch C).
+    pub memcg_charge_batch_pages: u32,
+    /// Average netperf throughput per instance, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Change vs the root memcg as printed, percent.
+    pub change_vs_root_pct: Option<f64>,
+    /// The printed row, verbatim.
+    pub quote: String,
+}
+
+/// The six runs of the v2 cover letter of thread 001's series.
+pub fn memcg_cover_letter_001() -> Result<Vec<CoverLetterRun>> {
+    Ok(strip_lines(load("001_memcg_cover_letter_v2")?))
 }
 
 /// The ten netperf points of thread 004.

@@ -7,7 +7,7 @@ use pcpmodel::model::highorder::{HighOrderModel, KERNEL_003};
 use pcpmodel::model::memcg::MemcgModel;
 use pcpmodel::model::vmstat::{NumaStatModel, KERNEL_002};
 use pcpmodel::report::{sig, Format, Report, Table};
-use pcpmodel::validate::{t001, t002, t003};
+use pcpmodel::validate::{t001, t002};
 use pcpmodel::Machine;
 
 use super::predict::{kernel_arg, Workload};
@@ -29,11 +29,10 @@ pub struct MemcgArgs {
     pub instances: u32,
 }
 
-/// Parameters of the memcg model: the two-parameter fit to thread 001.
+/// Parameters of the memcg model: fixed work from the root-memcg run, transfer scale fitted to
+/// 6.0-rc1 at batch 32 (thread 001's calibration).
 fn memcg_params() -> anyhow::Result<Vec<f64>> {
-    let m = t001::model_001()?;
-    let r = t001::fit_001(&m, &["fixed_ns_per_page", "transfers_per_visit"], &[32, 64])?;
-    Ok(t001::values(&r))
+    Ok(t001::calibrated_params()?.0)
 }
 
 /// Runs `pcpmodel memcg`.
@@ -91,7 +90,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     });
     let notes = vec![
         format!(
-            "parameters: fixed_ns_per_page {:.0} ns, transfers_per_visit {:.2} (both fitted to thread 001), stock pages per payload page {}",
+            "parameters: fixed_ns_per_page {:.0} ns (root-memcg run), transfer_scale {:.2} (fitted to 6.0-rc1 at batch 32), stock pages per payload page {}",
             p[0], p[1], p[2]
         ),
         match flat_at {
@@ -205,11 +204,9 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
         Workload::PageFault1 => {
             let machine = Machine::resolve(&machine_name("kunpeng-920"))?;
             let kernel = kernel_arg(&args.kernel, KERNEL_003)?;
-            let fit_model = t003::model_003()?;
-            let r = t003::fit_003(&fit_model)?;
-            let p: Vec<f64> = r.params.iter().map(|x| x.value).collect();
             let model =
                 HighOrderModel::page_fault1(&machine, kernel, args.procs.unwrap_or(90), 10.0)?;
+            let p = model.derived_params(&machine);
             let cases: Vec<bool> = match args.high_order_pcp {
                 Some(b) => vec![b],
                 None => vec![false, true],
@@ -243,7 +240,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
             }
             let json = serde_json::json!({"workload": "page-fault1", "machine": machine.name, "parameters": p, "estimates": ests});
             let notes = vec![format!(
-                "parameters fitted to thread 003 without the patch: fault {:.0} ns per folio, hold {:.0} ns per block",
+                "derived parameters (no fit): fault {:.0} ns per folio, hold {:.0} ns per block",
                 p[0], p[1]
             )];
             super::emit(

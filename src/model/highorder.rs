@@ -33,6 +33,10 @@
 //!    `C = A · P(contended)`, total wait `A · W`, average wait per contended acquisition
 //!    `W / P(contended)`.
 //!
+//! 5. **Physical parameters** ([`HighOrderModel::derived_params`], no fit): `t_fault` =
+//!    overhead + 64 KiB cleared at `min(core, node store bandwidth / tasks per node)`; `h_b` =
+//!    [`HOLD_DRAM_ACCESSES_PER_BLOCK`] × the machine file's local DRAM latency.
+//!
 //! # Assumptions and validity
 //! - Tasks spread evenly over the nodes and allocate locally; every folio is order 4 (no
 //!   fallback to order 0); page-table pages and other order-0 traffic are ignored.
@@ -72,6 +76,24 @@ pub const FOLIO_ORDER: u8 = 4;
 
 /// will-it-scale page_fault1's mapping per task, bytes.
 pub const PAGE_FAULT1_BYTES: u64 = 128 << 20;
+
+/// Streaming-store bandwidth one NUMA node's memory sustains, GB/s (assumed: the machine files
+/// carry no bandwidth; a Kunpeng 920 die has 4 DDR4-2933 channels, 94 GB/s peak, of which
+/// about 2/3 is reachable with stores). Shared by the node's faulting tasks.
+pub const NODE_STORE_GBPS_ASSUMED: f64 = 60.0;
+
+/// One core's page-clearing bandwidth, GB/s (assumed: `clear_page()` with `DC ZVA` on an
+/// Armv8.2 core, about 16 GB/s when memory is not the limit).
+pub const CORE_CLEAR_GBPS_ASSUMED: f64 = 16.0;
+
+/// Fault overhead per folio outside clearing and zone->lock, ns (assumed: exception entry and
+/// return, VMA lookup, folio allocation fast path, memcg charge, rmap and 16 PTEs, about 1.5 us).
+pub const FAULT_OVERHEAD_NS_ASSUMED: f64 = 1500.0;
+
+/// Buddy work per block under zone->lock, in local DRAM accesses (assumed: an order-4 split in
+/// `expand()` or a merge in `__free_one_page()` touches the buddy's `struct page` and a free
+/// list head, about 2.5 misses).
+pub const HOLD_DRAM_ACCESSES_PER_BLOCK: f64 = 2.5;
 
 /// Parameter names in model order.
 pub const PARAM_NAMES: [&str; 3] = [
@@ -184,6 +206,20 @@ impl HighOrderModel {
             hold_fixed_ns: mean_transfer_ns(machine, tasks_per_zone)?,
             pcp,
         })
+    }
+
+    /// Physical parameters in [`PARAM_NAMES`] order, derived without any fit: the fault cost is
+    /// [`FAULT_OVERHEAD_NS_ASSUMED`] plus clearing the folio at the task's share of its node's
+    /// store bandwidth (`min(core, node / tasks per node)`); the hold per block is
+    /// [`HOLD_DRAM_ACCESSES_PER_BLOCK`] local DRAM accesses of the machine file; the unmap cost
+    /// is the parameter's default.
+    pub fn derived_params(&self, machine: &Machine) -> Vec<f64> {
+        let per_task_gbps =
+            CORE_CLEAR_GBPS_ASSUMED.min(NODE_STORE_GBPS_ASSUMED / f64::from(self.tasks_per_zone));
+        let folio_bytes = 4096.0 * f64::from(1u32 << self.order);
+        let fault = FAULT_OVERHEAD_NS_ASSUMED + folio_bytes / per_task_gbps;
+        let hold = HOLD_DRAM_ACCESSES_PER_BLOCK * machine.latency_ns.dram_local.value;
+        vec![fault, hold, 500.0]
     }
 
     /// Holds (blocks per hold → count per task over the run) and the cycles run, stepping the

@@ -8,6 +8,13 @@
 //!   rmqueue_bulk() latency histogram.
 //! - [`lock`]: the zone->lock queue (finite-source FIFO spinlock): mean wait, utilisation,
 //!   throughput, and the full distribution of time spent in one lock request.
+//! - [`memcg`]: memcg charge batching (thread 001): the per-CPU charge stock and the contended
+//!   page_counter lines of the cgroup hierarchy, each a finite-source queue; netperf throughput.
+//! - [`vmstat`]: NUMA event counters on the allocation path (thread 002): per-CPU increments,
+//!   folds into shared counters, SMT sharing; page_bench cycles per page with vm.numa_stat on/off.
+//! - [`highorder`]: high-order pages on PCP lists (thread 003): zone->lock traffic of 64 KiB
+//!   folios with and without order 4 on the lists (the kernel's PCP state machine stepped), and
+//!   the contention it causes.
 
 pub mod cache;
 pub mod highorder;
