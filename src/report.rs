@@ -36,6 +36,26 @@ impl Table {
         }
     }
 
+    /// A breakdown of a total into additive terms: one row per term with its value (4 significant
+    /// digits) and its share of `total` in percent, then the total itself. `value_header` names the
+    /// value column with its unit, e.g. `ns per 4 KiB page`.
+    pub fn terms(
+        title: impl Into<String>,
+        value_header: &str,
+        terms: &[(&str, f64)],
+        total: f64,
+    ) -> Self {
+        let mut t = Table::new(["term", value_header, "share (%)"]).titled(title);
+        for (name, v) in terms.iter().chain(std::iter::once(&("total", total))) {
+            t.push([
+                name.to_string(),
+                sig(*v, 4),
+                format!("{:.1}", 100.0 * v / total),
+            ]);
+        }
+        t
+    }
+
     /// Sets the title.
     pub fn titled(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
@@ -183,6 +203,14 @@ mod tests {
         assert_eq!(sig(0.012345, 3), "0.0123");
         assert_eq!(sig(12.345, 3), "12.3");
         assert_eq!(sig(4.332e-9, 4), "4.332e-9");
+    }
+
+    #[test]
+    fn terms_table_adds_the_total_and_shares() {
+        let t = Table::terms("x", "ns", &[("a", 1.0), ("b", 3.0)], 4.0);
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(t.rows[1], ["b", "3.000", "75.0"]);
+        assert_eq!(t.rows[2][0], "total");
     }
 
     #[test]

@@ -127,22 +127,19 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
             )?;
             let p = memcg_params()?;
             let e = model.estimate(&p, args.batch.unwrap_or(64))?;
-            let mut t = Table::new(["term", "ns per payload page", "share (%)"]).titled(format!(
-                "memcg-netperf on {}, batch {} pages, {} counter levels",
-                machine.name, e.batch_pages, e.levels
-            ));
-            for (n, v) in [
-                ("fixed work", e.fixed_ns_per_page),
-                ("counter line transfers", e.counter_service_ns_per_page),
-                ("waiting for counter lines", e.counter_wait_ns_per_page),
-                ("total", e.ns_per_page),
-            ] {
-                t.push([
-                    n.to_string(),
-                    sig(v, 4),
-                    format!("{:.1}", 100.0 * v / e.ns_per_page),
-                ]);
-            }
+            let t = Table::terms(
+                format!(
+                    "memcg-netperf on {}, batch {} pages, {} counter levels",
+                    machine.name, e.batch_pages, e.levels
+                ),
+                "ns per payload page",
+                &[
+                    ("fixed work", e.fixed_ns_per_page),
+                    ("counter line transfers", e.counter_service_ns_per_page),
+                    ("waiting for counter lines", e.counter_wait_ns_per_page),
+                ],
+                e.ns_per_page,
+            );
             let notes = vec![format!(
                 "throughput {} Mbit/s per instance; counter lines {:.0} % busy",
                 sig(e.throughput_mbps, 5),
@@ -171,22 +168,19 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                 anyhow::bail!("--numa-stat must be 0 or 1, got {ns}");
             }
             let e = model.estimate(&p, threads, ns == 1)?;
-            let mut t = Table::new(["term", "cycles per page", "share (%)"]).titled(format!(
-                "page-bench on {}, kernel {}.{}, {threads} threads, vm.numa_stat {ns}",
-                machine.name, kernel.major, kernel.minor
-            ));
-            for (n, v) in [
-                ("alloc + free", e.base_cycles),
-                ("per-CPU NUMA counters", e.local_counter_cycles),
-                ("folds into shared counters", e.fold_cycles),
-                ("total", e.cycles_per_page),
-            ] {
-                t.push([
-                    n.to_string(),
-                    sig(v, 4),
-                    format!("{:.1}", 100.0 * v / e.cycles_per_page),
-                ]);
-            }
+            let t = Table::terms(
+                format!(
+                    "page-bench on {}, kernel {}.{}, {threads} threads, vm.numa_stat {ns}",
+                    machine.name, kernel.major, kernel.minor
+                ),
+                "cycles per page",
+                &[
+                    ("alloc + free", e.base_cycles),
+                    ("per-CPU NUMA counters", e.local_counter_cycles),
+                    ("folds into shared counters", e.fold_cycles),
+                ],
+                e.cycles_per_page,
+            );
             let notes = vec![format!(
                 "SMT stretch {:.2}; fold threshold {} events; parameters fitted to thread 002",
                 e.smt_stretch, e.fold_threshold

@@ -136,27 +136,24 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
     let e = model.estimate(&wp.values, high)?;
     let d = &e.dynamics;
     let (rlo, rhi) = d.reuse.range_pages();
-    let mut terms = Table::new(["term", "ns per 4 KiB page", "share (%)"]).titled(format!(
-        "netperf-udp on {} ({}), kernel {}.{}, pcp->high {high} pages",
-        machine.name,
-        placement.as_str(),
-        kernel.major,
-        kernel.minor
-    ));
-    for (name, v) in [
-        ("fixed work", e.fixed_ns),
-        ("lines in the consumer's private cache", e.private_ns),
-        ("lines in the LLC", e.llc_ns),
-        ("lines from DRAM", e.dram_ns),
-        ("zone->lock / free-list transfers", e.lock_ns),
-        ("total", e.ns_per_op),
-    ] {
-        terms.push([
-            name.to_string(),
-            sig(v, 4),
-            format!("{:.1}", 100.0 * v / e.ns_per_op),
-        ]);
-    }
+    let terms = Table::terms(
+        format!(
+            "netperf-udp on {} ({}), kernel {}.{}, pcp->high {high} pages",
+            machine.name,
+            placement.as_str(),
+            kernel.major,
+            kernel.minor
+        ),
+        "ns per 4 KiB page",
+        &[
+            ("fixed work", e.fixed_ns),
+            ("lines in the consumer's private cache", e.private_ns),
+            ("lines in the LLC", e.llc_ns),
+            ("lines from DRAM", e.dram_ns),
+            ("zone->lock / free-list transfers", e.lock_ns),
+        ],
+        e.ns_per_op,
+    );
     let mut hits = Table::new(["level", "probability", "cost per line (ns)"])
         .titled("Where a reused line is found");
     let h = &model.hierarchy;
