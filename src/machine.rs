@@ -983,5 +983,18 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
                 + 1
         })
         .unwrap_or(0);
-    Error::parse(label, line, "toml", e.message().to_string())
+    // Name the key of the offending line (`cores_per_socket = { value = -3, ... }`) when there is
+    // one, so the error says which field as well as where.
+    let field = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .and_then(|l| l.split_once('='))
+        .map(|(k, _)| k.trim())
+        .filter(|k| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
+        })
+        .unwrap_or("toml");
+    Error::parse(label, line, field, e.message().to_string())
 }

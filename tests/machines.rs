@@ -638,3 +638,29 @@ fn cli_machine_show_errors_exit_2() {
         .stderr(predicates::str::contains("bad.toml"))
         .stderr(predicates::str::contains("cache[2].size_kib"));
 }
+
+#[test]
+fn a_type_error_names_the_line_and_the_key() {
+    let text = pcpmodel::machine::BUILTIN
+        .iter()
+        .find(|b| b.name == "icelake-server")
+        .unwrap()
+        .toml
+        .replacen(
+            "cores_per_socket = { value = 32",
+            "cores_per_socket = { value = -3",
+            1,
+        );
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("cores_per_socket"))
+        .unwrap()
+        + 1;
+    let e = pcpmodel::Machine::from_toml_str(&text, "bad.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("bad.toml:{line}: cores_per_socket:")),
+        "{e}"
+    );
+}
