@@ -123,19 +123,6 @@ fn shape_of(model: &NetperfModel, p: &[f64], limit: u32, default_high: u32) -> R
     })
 }
 
-fn llc_index(m: &Machine) -> Option<usize> {
-    m.caches
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind != "instruction")
-        .max_by_key(|(_, c)| c.level)
-        .map(|(i, _)| i)
-}
-
-fn l2_index(m: &Machine) -> Option<usize> {
-    m.caches.iter().position(|c| c.level == 2)
-}
-
 /// Compares machine `a` with machine `b`.
 pub fn explain(
     a: &Machine,
@@ -168,7 +155,7 @@ pub fn explain(
     // One parameter at a time: A's machine with B's value.
     type Edit = Box<dyn Fn(&mut Machine)>;
     let mut edits: Vec<(String, String, String, Edit)> = Vec::new();
-    if let (Some(ia), Some(ib)) = (l2_index(a), l2_index(b)) {
+    if let (Some(ia), Some(ib)) = (a.l2_index(), b.l2_index()) {
         let v = b.caches[ib].size_kib.value;
         let w = b.caches[ib].ways.value;
         edits.push((
@@ -179,14 +166,14 @@ pub fn explain(
             ),
             format!("{v} KiB {w}-way"),
             Box::new(move |m: &mut Machine| {
-                if let Some(i) = l2_index(m) {
+                if let Some(i) = m.l2_index() {
                     m.caches[i].size_kib.value = v;
                     m.caches[i].ways.value = w;
                 }
             }),
         ));
     }
-    if let (Some(ia), Some(ib)) = (llc_index(a), llc_index(b)) {
+    if let (Some(ia), Some(ib)) = (a.llc_index(), b.llc_index()) {
         let v = b.caches[ib].size_kib.value;
         let w = b.caches[ib].ways.value;
         edits.push((
@@ -197,7 +184,7 @@ pub fn explain(
             ),
             format!("{v} KiB {w}-way"),
             Box::new(move |m: &mut Machine| {
-                if let Some(i) = llc_index(m) {
+                if let Some(i) = m.llc_index() {
                     m.caches[i].size_kib.value = v;
                     m.caches[i].ways.value = w;
                 }
@@ -209,7 +196,7 @@ pub fn explain(
             policy_name(a.caches[ia].policy.value).into(),
             policy_name(pol).into(),
             Box::new(move |m: &mut Machine| {
-                if let Some(i) = llc_index(m) {
+                if let Some(i) = m.llc_index() {
                     m.caches[i].policy.value = pol;
                 }
             }),

@@ -364,18 +364,32 @@ impl Machine {
             .find(|c| c.level == level && c.holds_data())
     }
 
+    /// Index in `caches` of the L2 (the data or unified level 2).
+    pub fn l2_index(&self) -> Option<usize> {
+        self.caches
+            .iter()
+            .position(|c| c.level == 2 && c.holds_data())
+    }
+
+    /// Index in `caches` of the last-level cache: the outermost data-holding level.
+    pub fn llc_index(&self) -> Option<usize> {
+        self.caches
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.holds_data())
+            .max_by_key(|(_, c)| c.level)
+            .map(|(i, _)| i)
+    }
+
     /// The L2 cache. A validated machine always has one.
     pub fn l2(&self) -> Option<&CacheLevel> {
-        self.cache(2)
+        self.l2_index().map(|i| &self.caches[i])
     }
 
     /// The last-level cache: the outermost data-holding level. A validated machine always has
     /// one.
     pub fn llc(&self) -> Option<&CacheLevel> {
-        self.caches
-            .iter()
-            .filter(|c| c.holds_data())
-            .max_by_key(|c| c.level)
+        self.llc_index().map(|i| &self.caches[i])
     }
 
     /// Capacity of one L2 instance, bytes (0 if there is no L2, which validation rejects).

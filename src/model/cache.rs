@@ -91,14 +91,6 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// All placements, nearest first.
-    pub const ALL: [Placement; 4] = [
-        Placement::Smt,
-        Placement::SameLlc,
-        Placement::CrossLlc,
-        Placement::CrossSocket,
-    ];
-
     /// The command-line spelling (`smt`, `same-llc`, `cross-llc`, `cross-socket`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -107,18 +99,6 @@ impl Placement {
             Placement::CrossLlc => "cross-llc",
             Placement::CrossSocket => "cross-socket",
         }
-    }
-
-    /// Parses the command-line spelling.
-    pub fn parse(s: &str) -> Result<Placement> {
-        Placement::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| Error::Unknown {
-                kind: "placement",
-                name: s.to_string(),
-                hint: ": use smt, same-llc, cross-llc or cross-socket".to_string(),
-            })
     }
 }
 
@@ -158,15 +138,10 @@ impl Hierarchy {
     pub fn from_machine(machine: &Machine, placement: Placement) -> Result<Hierarchy> {
         let label = format!("machine {}", machine.name);
         let l2 = machine
-            .caches
-            .iter()
-            .find(|c| c.level == 2)
+            .l2()
             .ok_or_else(|| Error::invalid(&label, "cache", "no level-2 cache"))?;
         let llc = machine
-            .caches
-            .iter()
-            .filter(|c| c.kind != "instruction")
-            .max_by_key(|c| c.level)
+            .llc()
             .ok_or_else(|| Error::invalid(&label, "cache", "no cache levels"))?;
         if llc.level <= 2 {
             return Err(Error::invalid(&label, "cache", "no cache level beyond L2"));

@@ -211,7 +211,7 @@ impl crate::fit::FitModel for NetperfModel {
         if !(h.is_finite() && h >= 0.0 && h <= f64::from(u32::MAX)) {
             return Err(crate::Error::invalid(
                 "netperf model",
-                "high_pages",
+                "pcp_high_pages",
                 format!("{h} is not a page count"),
             ));
         }
