@@ -50,6 +50,9 @@ fn predict_json_contract() {
     assert!((sum - ns).abs() < 1e-6 * ns, "terms {sum} vs total {ns}");
     let thr = v["throughput_ops_per_s"].as_f64().unwrap();
     assert!((thr * ns / 1e9 - 1.0).abs() < 1e-9);
+    let ci = v["throughput_ci95_ops_per_s"].as_array().unwrap();
+    let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+    assert!(lo < thr && thr < hi, "{lo} < {thr} < {hi}");
 }
 
 #[test]

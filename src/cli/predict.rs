@@ -134,6 +134,23 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
         .high
         .unwrap_or_else(|| default.effective_high(model.flow.scale_max));
     let e = model.estimate(&wp.values, high)?;
+    // 95 % interval from the same uncertainty optimal-high samples: the fitted (or carried-over)
+    // workload parameters and the machine's latencies by provenance.
+    let draws = wp.samples(200, 0x0F7_1A1);
+    let mut rng = pcpmodel::stats::SplitMix64::new(0x1A7E_5EED);
+    let mut thr = Vec::with_capacity(draws.len());
+    for q in &draws {
+        let pm = pcpmodel::advice::perturb_latencies(&machine, &mut rng);
+        let mut m = netperf_model(&pm, placement, kernel)?;
+        m.flow = model.flow;
+        if let Ok(x) = m.estimate(q, high) {
+            thr.push(x.throughput_ops_per_s);
+        }
+    }
+    let ci = [
+        pcpmodel::optimize::percentile(&thr, 2.5).unwrap_or(f64::NAN),
+        pcpmodel::optimize::percentile(&thr, 97.5).unwrap_or(f64::NAN),
+    ];
     let d = &e.dynamics;
     let (rlo, rhi) = d.reuse.range_pages();
     let terms = Table::terms(
@@ -176,6 +193,7 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
         "placement": placement.as_str(),
         "high_pages": high,
         "throughput_ops_per_s": e.throughput_ops_per_s,
+        "throughput_ci95_ops_per_s": ci,
         "ns_per_op": e.ns_per_op,
         "op": "one 4 KiB page through producer and consumer",
         "score": score,
@@ -196,8 +214,10 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
     });
     let mut notes = vec![
         format!(
-            "throughput {} pages/s = {} MB/s of payload ({} ns per page){}",
+            "throughput {} pages/s (95 % interval {}-{}, from the workload parameters' and latencies' uncertainty) = {} MB/s of payload ({} ns per page){}",
             sig(e.throughput_ops_per_s, 4),
+            sig(ci[0], 4),
+            sig(ci[1], 4),
             sig(e.throughput_ops_per_s * 4096.0 / 1e6, 4),
             sig(e.ns_per_op, 4),
             score.map_or(String::new(), |s| format!(
