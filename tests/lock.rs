@@ -821,6 +821,36 @@ fn latency_distribution_mean_equals_solved_mean() {
     }
 }
 
+#[test]
+fn conditional_means_given_ahead_agree_with_the_solution() {
+    // given_ahead_at_least(0) is the whole distribution; (1) is the contended part, whose mean
+    // wait times its probability is the solved mean wait (waits are 0 when nobody is ahead).
+    for q in zoo() {
+        let sol = q.solve().unwrap();
+        for c in 0..q.classes.len() {
+            let d = q.latency_distribution_from(&sol, c).unwrap();
+            let (p0, t0) = d.given_ahead_at_least(0);
+            assert_relative_eq!(p0, 1.0, max_relative = 1e-9);
+            assert_relative_eq!(t0, d.mean(), max_relative = 1e-9);
+            let (p1, t1) = d.given_ahead_at_least(1);
+            assert_relative_eq!(p1, d.p_contended(), max_relative = 1e-9, epsilon = 1e-15);
+            if p1 > 1e-12 {
+                assert_relative_eq!(
+                    p1 * (t1 - d.own_hold_mean_ns()),
+                    sol.classes[c].wait_ns_mean,
+                    max_relative = 1e-4,
+                    epsilon = 1e-9
+                );
+            }
+            let (p2, t2) = d.given_ahead_at_least(2);
+            assert!(p2 <= p1 + 1e-15);
+            if p2 > 1e-12 {
+                assert!(t2 >= t1 - 1e-9 * t1, "more ahead never waits less");
+            }
+        }
+    }
+}
+
 /// CDF of Erlang(k, 1) at x (independent implementation).
 fn erlang_cdf(k: usize, x: f64) -> f64 {
     let mut term = 1.0;

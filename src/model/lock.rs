@@ -1715,6 +1715,8 @@ pub struct Dist {
     mean_ns: f64,
     second_moment_ns2: f64,
     p_ahead: Vec<f64>,
+    /// `E[T | k]`, the mean latency given `k` CPUs found at the lock, aligned with `p_ahead`.
+    mean_given_ahead: Vec<f64>,
     own: Law,
     res: Vec<(f64, Law)>,
     comps: Vec<(f64, Comp)>,
@@ -1847,6 +1849,7 @@ fn build_dist(laws: &[Law], class: usize, view: &ArrivalView, wait_mean: f64) ->
         mean_ns: s_own,
         second_moment_ns2: own_m[2],
         p_ahead: vec![1.0],
+        mean_given_ahead: vec![s_own],
         own: own.clone(),
         res: Vec::new(),
         comps: vec![(1.0, Comp::Own)],
@@ -1922,6 +1925,8 @@ fn build_dist(laws: &[Law], class: usize, view: &ArrivalView, wait_mean: f64) ->
     let mut atoms_used = 0usize;
     let mut mean = p_ahead[0] * own_k[0];
     let mut m2 = p_ahead[0] * own_m[2];
+    let mut mean_given_ahead = Vec::with_capacity(p_ahead.len());
+    mean_given_ahead.push(own_k[0]);
     for (i, &w) in p_ahead.iter().enumerate().skip(1) {
         let kq = (i - 1) as f64;
         let kk = [
@@ -1929,6 +1934,7 @@ fn build_dist(laws: &[Law], class: usize, view: &ArrivalView, wait_mean: f64) ->
             own_k[1] + res_k[1] + kq * q_k[1],
             own_k[2] + res_k[2] + kq * q_k[2],
         ];
+        mean_given_ahead.push(kk[0]);
         mean += w * kk[0];
         m2 += w * (kk[1] + kk[0] * kk[0]);
         if i >= 2 {
@@ -1960,6 +1966,7 @@ fn build_dist(laws: &[Law], class: usize, view: &ArrivalView, wait_mean: f64) ->
         mean_ns: mean,
         second_moment_ns2: m2,
         p_ahead,
+        mean_given_ahead,
         own,
         res,
         comps,
@@ -1989,6 +1996,28 @@ impl Dist {
     /// `P(k)`, k = 0..=N−1: probability that the request finds k CPUs at the lock.
     pub fn ahead_probabilities(&self) -> &[f64] {
         &self.p_ahead
+    }
+
+    /// `(P(k ≥ m), E[T | k ≥ m])`: the probability that a request finds at least `m` CPUs at
+    /// the lock (holder included) and its mean latency (wait + hold) given that; the mean is NaN
+    /// when the probability is 0. `m = 1` is ordinary contention; `m = 2` is what
+    /// `perf lock contention` counts on a qspinlock (see [`crate::model::lock`]'s callers).
+    pub fn given_ahead_at_least(&self, m: usize) -> (f64, f64) {
+        let (mut p, mut pt) = (0.0, 0.0);
+        for (pk, tk) in self.p_ahead.iter().zip(&self.mean_given_ahead).skip(m) {
+            p += pk;
+            pt += pk * tk;
+        }
+        if p > 0.0 {
+            (p, pt / p)
+        } else {
+            (0.0, f64::NAN)
+        }
+    }
+
+    /// Mean of the requester's own hold, ns (`E[T | k = 0]`).
+    pub fn own_hold_mean_ns(&self) -> f64 {
+        self.own.mean()
     }
 
     /// Whether the count distribution reproduces the solved mean wait (false only when the solved
@@ -2513,6 +2542,10 @@ fn build_dist_embedded(n: usize, z: f64, mix: &[f64], laws: &[Law], class: usize
     let mut comps = vec![(p_ahead[0], Comp::Own)];
     let mut mean = p_ahead[0] * own_k[0];
     let mut m2 = p_ahead[0] * own_m[2];
+    // Placeholder for states never seen (weight 0): own hold + k − 1 queued holds.
+    let mut mean_given_ahead: Vec<f64> = (0..n)
+        .map(|k| own_k[0] + k.saturating_sub(1) as f64 * q_k[0])
+        .collect();
     let mut conv = own_atoms;
     let mut atoms_used = 0usize;
     for k in 1..n {
@@ -2537,6 +2570,7 @@ fn build_dist_embedded(n: usize, z: f64, mix: &[f64], laws: &[Law], class: usize
             own_k[1] + r_k[1] + kq * q_k[1],
             own_k[2] + r_k[2] + kq * q_k[2],
         ];
+        mean_given_ahead[k] = kk[0];
         mean += w * kk[0];
         m2 += w * (kk[1] + kk[0] * kk[0]);
         let comp = match (&conv, cells.get(k)) {
@@ -2567,6 +2601,7 @@ fn build_dist_embedded(n: usize, z: f64, mix: &[f64], laws: &[Law], class: usize
         mean_ns: mean,
         second_moment_ns2: m2,
         p_ahead,
+        mean_given_ahead,
         own,
         res: Vec::new(),
         comps,
