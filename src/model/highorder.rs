@@ -22,26 +22,45 @@
 //!    kernel module's `pcp_allowed_order()` is the unpatched one) through the run's cycles,
 //!    calling `decay_pcp_high()`'s rule once per second, and records every hold: blocks moved.
 //!    Without the patch: one hold of one block per allocation and per free.
-//! 2. **Hold time.** `h = h₀ + n_blocks · h_b`; `h₀` is the lock line's transfer between CPUs
-//!    ([`crate::model::memcg::mean_transfer_ns`]), `h_b` the buddy work per block (split or
-//!    merge, touching `struct page`s; free parameter).
+//! 2. **Hold time.** `h = h₀ + n_blocks · h_b`; `h₀` is the lock line's hand-over between two
+//!    CPUs of the node ([`node_transfer_ns`]: the tasks of one zone->lock run on that node), `h_b`
+//!    the buddy work per block (split or merge, touching `struct page`s; free parameter, derived
+//!    by [`HighOrderModel::derived_params`] from the lines the code touches, see [`BuddyOpLines`]).
 //! 3. **Queue.** One zone->lock per node; `n = ⌈tasks / nodes⌉` tasks contend for it. Think time
 //!    per acquisition `Z = M (t_fault + t_unmap) / A_cycle` (work per cycle over acquisitions per
-//!    cycle, averaged over the run), holds the empirical block distribution
-//!    ([`HoldDist::Discrete`]); solved by [`LockQueue::solve`] (Takács M/G/1//N).
-//! 4. **perf lock contention over the run.** Acquisitions `A = tasks · A_task`, contended
-//!    `C = A · P(contended)`, total wait `A · W`, average wait per contended acquisition
-//!    `W / P(contended)`.
-//!
+//!    cycle, averaged over the run), holds the empirical block distribution (discrete); solved
+//!    by [`crate::model::lock::LockQueue::solve`] (Takács M/G/1//N) through
+//!    [`crate::model::perflock::observe_lock`]. Acquisitions over the run: the queue's
+//!    throughput × run length, scaled from `n` tasks to all tasks.
+//! 4. **What `perf lock contention` counts.** It counts the `lock:contention_begin` /
+//!    `contention_end` tracepoints. In the queued spinlock (`kernel/locking/qspinlock.c`,
+//!    `queued_spin_lock_slowpath()`, since 5.19's "locking: Add lock contention tracepoints")
+//!    `trace_contention_begin()` sits after the `queue:` label: a CPU that finds the lock held
+//!    with nobody waiting takes the *pending* bit and spins untraced; only a CPU that finds a
+//!    pending waiter or an MCS queue (at least 2 CPUs at the lock, holder included) is traced,
+//!    and its traced time is its whole wait. So with `P(k)` the probability that an acquisition
+//!    finds `k` CPUs at the lock ([`crate::model::lock::Dist::given_ahead_at_least`]):
+//!    traced `C = A · P(k ≥ 2)`, average wait `W₂ = E[T | k ≥ 2] − E[H]`, total wait `C · W₂`.
+//!    The ordinary contention (`k ≥ 1`, any wait) is reported beside it.
 //! 5. **Physical parameters** ([`HighOrderModel::derived_params`], no fit): `t_fault` =
 //!    overhead + 64 KiB cleared at `min(core, node store bandwidth / tasks per node)`; `h_b` =
-//!    [`HOLD_DRAM_ACCESSES_PER_BLOCK`] × the machine file's local DRAM latency.
+//!    the cache lines one buddy operation touches ([`ALLOC_LINES`], [`FREE_LINES`]), each at the
+//!    machine file's core-to-core latency inside the node (lines another CPU of the node wrote
+//!    recently) or local DRAM latency (cold `struct page`s).
 //!
 //! # Assumptions and validity
 //! - Tasks spread evenly over the nodes and allocate locally; every folio is order 4 (no
 //!   fallback to order 0); page-table pages and other order-0 traffic are ignored.
 //! - A task's PCP list is its CPU's (no migration); `decay_pcp_high()` runs once per second.
-//! - The run length counts cycles at the unloaded cycle time (waits are a small share).
+//! - The PCP simulation counts cycles at the unloaded cycle time (it only sets the hold mix and
+//!   the `pcp->high` ramp); the acquisition count uses the loaded rate.
+//! - Think time is exponential with the run's mean; page_fault1's is bimodal (a fault phase of
+//!   ~26 µs per allocation, an unmap burst of ~0.5 µs per free). A simulation of the bimodal
+//!   law at thread 003's point (`tests/perflock.rs`) gives a traced wait 16 % below the model's
+//!   for the lock alone and 14 % above it with perf attached, and a lower traced share with
+//!   perf attached (0.74 against 0.96).
+//! - Hold costs per line are the machine file's latencies; the lines are counted for one expand
+//!   step per allocation and one merge per free ([`SPLITS_PER_OP`]).
 //! - The machine of thread 003 is unknown (`kunpeng-920` is assumed), so absolute counts carry
 //!   the uncertainty of the machine and of `t_fault`.
 //!
@@ -63,8 +82,8 @@ use crate::kernel::config::{configure, KernelOptions};
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::version::KernelVersion;
 use crate::machine::Machine;
-use crate::model::lock::{HoldAtom, HoldDist, LockQueue};
-use crate::model::memcg::mean_transfer_ns;
+use crate::model::lock::HoldAtom;
+use crate::model::perflock::{observe_lock, PerfLockProbe};
 
 const INPUT: &str = "high-order model";
 
@@ -90,10 +109,69 @@ pub const CORE_CLEAR_GBPS_ASSUMED: f64 = 16.0;
 /// return, VMA lookup, folio allocation fast path, memcg charge, rmap and 16 PTEs, about 1.5 us).
 pub const FAULT_OVERHEAD_NS_ASSUMED: f64 = 1500.0;
 
-/// Buddy work per block under zone->lock, in local DRAM accesses (assumed: an order-4 split in
-/// `expand()` or a merge in `__free_one_page()` touches the buddy's `struct page` and a free
-/// list head, about 2.5 misses).
-pub const HOLD_DRAM_ACCESSES_PER_BLOCK: f64 = 2.5;
+/// Cache lines one buddy operation touches under `zone->lock`, by where they come from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BuddyOpLines {
+    /// Lines another CPU of the node wrote recently (zone lines, recently listed `struct page`s):
+    /// each a core-to-core transfer inside the node.
+    pub recent_lines: f64,
+    /// `struct page`s nobody touched recently: each a local DRAM access.
+    pub cold_lines: f64,
+}
+
+/// Amortised expand steps per order-4 allocation and merges per order-4 free (derived: splitting
+/// an order-10 block into its 64 order-4 blocks takes 63 `expand()` steps, and freeing them all
+/// back merges 63 times; in page_fault1's steady state every folio is freed again, so both are
+/// ≈ 1 per operation).
+pub const SPLITS_PER_OP: f64 = 1.0;
+
+/// Lines of one order-4 allocation from the buddy lists (`rmqueue_buddy()` → `__rmqueue()` →
+/// `__rmqueue_smallest()`, `del_page_from_free_list()`, `expand()`, `mm/page_alloc.c` 6.9),
+/// counted in dependence order, `e` = [`SPLITS_PER_OP`] expand steps:
+/// - recent: `free_area[4]` list head and `nr_free` (written by the previous holder) 1; the zone's
+///   `vm_stat[NR_FREE_PAGES]` read by `__rmqueue()`'s CMA balance check (every CPU's vmstat fold
+///   writes it) 1; the block's `struct page` (LIFO lists: the head is the block freed last, by
+///   another CPU) 1; per expand step the other order's list head 1 and the old first entry's
+///   `struct page` (its `lru.prev` is rewritten by `list_add`) 1 → `3 + 2e`;
+/// - cold: the block's successor on the list (`list_del` rewrites its `lru.prev`) 1; per expand
+///   step the split-off half's `struct page` (`set_buddy_order()`, untouched since it was merged)
+///   1 → `1 + e`.
+pub const ALLOC_LINES: BuddyOpLines = BuddyOpLines {
+    recent_lines: 3.0 + 2.0 * SPLITS_PER_OP,
+    cold_lines: 1.0 + SPLITS_PER_OP,
+};
+
+/// Lines of one order-4 free to the buddy lists (`free_one_page()` → `__free_one_page()`,
+/// `mm/page_alloc.c` 6.9), `m` = [`SPLITS_PER_OP`] merges:
+/// - recent: per merge the buddy's list head (`del_page_from_free_list()`) 1 and the buddy's list
+///   neighbour (`list_del`) 1; the final list head (`add_to_free_list()`) 1 and its old first
+///   entry 1 → `2 + 2m`;
+/// - cold: the buddy's `struct page` read by `find_buddy_page_pfn()` once per loop pass (the
+///   last pass finds no free buddy) `m + 1`; `buddy_merge_likely()`'s look at the next order's
+///   buddy 1 → `m + 2`.
+///
+/// The folio's own `struct page` is hot (the freeing CPU just ran `free_pages_prepare()` on it).
+pub const FREE_LINES: BuddyOpLines = BuddyOpLines {
+    recent_lines: 2.0 + 2.0 * SPLITS_PER_OP,
+    cold_lines: 2.0 + SPLITS_PER_OP,
+};
+
+/// Mean core-to-core transfer between two CPUs of one NUMA node, ns: `c2c_same_llc` when a node
+/// is one LLC domain, otherwise the mix over the node's LLC domains with `c2c_cross_llc`
+/// (machine file). A zone->lock and its zone's lines move only between the CPUs allocating from
+/// that node.
+pub fn node_transfer_ns(machine: &Machine) -> f64 {
+    let t = &machine.topology;
+    let domains = f64::from(t.sockets.value.max(1) * t.llc_domains_per_socket.value.max(1));
+    let per_node = (domains / f64::from(t.numa_nodes.value.max(1))).max(1.0);
+    let lat = &machine.latency_ns;
+    match &lat.c2c_cross_llc {
+        Some(x) if per_node > 1.0 => {
+            (lat.c2c_same_llc.value + (per_node - 1.0) * x.value) / per_node
+        }
+        _ => lat.c2c_same_llc.value,
+    }
+}
 
 /// Parameter names in model order.
 pub const PARAM_NAMES: [&str; 3] = [
@@ -124,8 +202,10 @@ pub struct HighOrderModel {
     pub zones: u32,
     /// Tasks per zone lock.
     pub tasks_per_zone: u32,
-    /// Fixed part of a hold: the lock's line transfer, ns.
+    /// Fixed part of a hold: the lock line's hand-over inside the node ([`node_transfer_ns`]), ns.
     pub hold_fixed_ns: f64,
+    /// `perf lock contention` on this machine (what the measured tables were taken with).
+    pub probe: PerfLockProbe,
     /// The kernel's PCP state of one CPU of the representative zone.
     #[serde(skip)]
     pcp: crate::kernel::ops::PcpState,
@@ -146,13 +226,20 @@ pub struct HighOrderEstimate {
     pub hold_ns_mean: f64,
     /// Lock utilisation (each zone).
     pub utilisation: f64,
-    /// Probability an acquisition is contended.
+    /// Probability an acquisition finds the lock held (any wait, `k ≥ 1`).
     pub p_contended: f64,
-    /// Contended acquisitions over the run.
+    /// Mean wait per acquisition (all of them), ns.
+    pub wait_ns_mean: f64,
+    /// Whether `perf lock contention`'s costs are included (see [`crate::model::perflock`]).
+    pub observed_by_perf: bool,
+    /// Probability an acquisition is traced by `perf lock contention` (`k ≥ 2`: it finds a
+    /// pending waiter or a queue; see the module docs).
+    pub p_traced: f64,
+    /// Contended acquisitions over the run as `perf lock contention` counts them (traced).
     pub contended: f64,
-    /// Total wait over the run, ns.
+    /// Total traced wait over the run, ns.
     pub total_wait_ns: f64,
-    /// Average wait per contended acquisition, ns (NaN when none).
+    /// Average wait per traced acquisition, ns (NaN when none).
     pub avg_wait_ns: f64,
     /// pcp->high at the end of the run, pages (0 when the order bypasses the lists).
     pub final_high_pages: u32,
@@ -203,22 +290,29 @@ impl HighOrderModel {
             run_s,
             zones,
             tasks_per_zone,
-            hold_fixed_ns: mean_transfer_ns(machine, tasks_per_zone)?,
+            hold_fixed_ns: node_transfer_ns(machine),
+            probe: PerfLockProbe::for_machine(machine)?,
             pcp,
         })
     }
 
     /// Physical parameters in [`PARAM_NAMES`] order, derived without any fit: the fault cost is
     /// [`FAULT_OVERHEAD_NS_ASSUMED`] plus clearing the folio at the task's share of its node's
-    /// store bandwidth (`min(core, node / tasks per node)`); the hold per block is
-    /// [`HOLD_DRAM_ACCESSES_PER_BLOCK`] local DRAM accesses of the machine file; the unmap cost
-    /// is the parameter's default.
+    /// store bandwidth (`min(core, node / tasks per node)`); the hold per block is the mean of
+    /// [`ALLOC_LINES`] and [`FREE_LINES`] (allocations and frees are equally many), recent lines
+    /// at [`node_transfer_ns`] and cold ones at the machine file's local DRAM latency; the unmap
+    /// cost is the parameter's default.
     pub fn derived_params(&self, machine: &Machine) -> Vec<f64> {
         let per_task_gbps =
             CORE_CLEAR_GBPS_ASSUMED.min(NODE_STORE_GBPS_ASSUMED / f64::from(self.tasks_per_zone));
         let folio_bytes = 4096.0 * f64::from(1u32 << self.order);
         let fault = FAULT_OVERHEAD_NS_ASSUMED + folio_bytes / per_task_gbps;
-        let hold = HOLD_DRAM_ACCESSES_PER_BLOCK * machine.latency_ns.dram_local.value;
+        let (c2c, dram) = (
+            node_transfer_ns(machine),
+            machine.latency_ns.dram_local.value,
+        );
+        let cost = |l: BuddyOpLines| l.recent_lines * c2c + l.cold_lines * dram;
+        let hold = 0.5 * (cost(ALLOC_LINES) + cost(FREE_LINES));
         vec![fault, hold, 500.0]
     }
 
@@ -312,8 +406,30 @@ impl HighOrderModel {
         (holds, cycles, st.high_pages)
     }
 
-    /// Estimates the lock traffic and contention with parameters in [`PARAM_NAMES`] order.
+    /// Estimates the lock traffic and contention with parameters in [`PARAM_NAMES`] order, for
+    /// the lock left alone (`contended`, `avg_wait_ns` still use perf's counting rule, without
+    /// its costs).
     pub fn estimate(&self, params: &[f64], high_order_pcp: bool) -> Result<HighOrderEstimate> {
+        self.estimate_with(params, high_order_pcp, None)
+    }
+
+    /// As [`HighOrderModel::estimate`], with `perf lock contention` attached: traced holds carry
+    /// the end handler and reported waits the handlers' own time ([`crate::model::perflock`]).
+    pub fn estimate_observed(
+        &self,
+        params: &[f64],
+        high_order_pcp: bool,
+        probe: &PerfLockProbe,
+    ) -> Result<HighOrderEstimate> {
+        self.estimate_with(params, high_order_pcp, Some(probe))
+    }
+
+    fn estimate_with(
+        &self,
+        params: &[f64],
+        high_order_pcp: bool,
+        probe: Option<&PerfLockProbe>,
+    ) -> Result<HighOrderEstimate> {
         let [fault, per_block, unmap] = match params {
             [a, b, c] => [*a, *b, *c],
             _ => {
@@ -360,6 +476,9 @@ impl HighOrderModel {
                 hold_ns_mean: hold_mean,
                 utilisation: 0.0,
                 p_contended: 0.0,
+                wait_ns_mean: 0.0,
+                observed_by_perf: probe.is_some(),
+                p_traced: 0.0,
                 contended: 0.0,
                 total_wait_ns: 0.0,
                 avg_wait_ns: f64::NAN,
@@ -368,17 +487,20 @@ impl HighOrderModel {
             });
         }
         let think = work_ns * cycles as f64 / a_task;
-        let atoms = holds
+        let atoms: Vec<HoldAtom> = holds
             .iter()
             .map(|(b, n)| HoldAtom {
                 hold_ns: hold_of(*b),
                 weight: *n,
             })
             .collect();
-        let q = LockQueue::single(self.tasks_per_zone, think, HoldDist::Discrete { atoms });
-        let sol = q.solve()?;
-        let acq = a_task * f64::from(self.tasks);
-        let p_c = sol.p_contended;
+        let seen = observe_lock(self.tasks_per_zone, think, &atoms, probe)?;
+        let (p_traced, avg_traced) = (seen.p_traced, seen.reported_wait_ns);
+        let sol = seen.solution;
+        // Acquisitions at the loaded rate: the queue's throughput per zone lock, scaled from
+        // the tasks per zone to the tasks.
+        let acq = sol.throughput_per_s * self.run_s * f64::from(self.tasks)
+            / f64::from(self.tasks_per_zone);
         Ok(HighOrderEstimate {
             high_order_pcp,
             cycles_per_task: cycles,
@@ -386,14 +508,17 @@ impl HighOrderModel {
             acquisitions_per_folio: a_task / folios,
             hold_ns_mean: hold_mean,
             utilisation: sol.utilisation,
-            p_contended: p_c,
-            contended: acq * p_c,
-            total_wait_ns: acq * sol.wait_ns_mean,
-            avg_wait_ns: if p_c > 0.0 {
-                sol.wait_ns_mean / p_c
+            p_contended: sol.p_contended,
+            wait_ns_mean: sol.wait_ns_mean,
+            observed_by_perf: probe.is_some(),
+            p_traced,
+            contended: acq * p_traced,
+            total_wait_ns: if p_traced > 0.0 {
+                acq * p_traced * avg_traced
             } else {
-                f64::NAN
+                0.0
             },
+            avg_wait_ns: if p_traced > 0.0 { avg_traced } else { f64::NAN },
             final_high_pages: final_high,
             holds_by_blocks,
         })
@@ -416,7 +541,7 @@ impl FitModel for HighOrderModel {
                 .with_description("CPU time per folio faulted in, outside zone->lock"),
             ParamSpec::new(PARAM_NAMES[1], "ns", 300.0)
                 .with_bounds(10.0, 1e6)
-                .with_provenance("assumed: start value; buddy split/merge touching a few struct pages at DRAM latency, fitted")
+                .with_provenance("assumed: start value; derived_params() counts the lines of rmqueue_buddy()/__free_one_page() (6.9), fitted")
                 .with_description("zone->lock hold per block moved"),
             ParamSpec::new(PARAM_NAMES[2], "ns", 500.0)
                 .with_bounds(10.0, 1e6)
@@ -457,7 +582,7 @@ impl FitModel for HighOrderModel {
                 format!("must be 0 or 1, got {hop}"),
             ));
         }
-        let e = self.estimate(params, hop == 1.0)?;
+        let e = self.estimate_observed(params, hop == 1.0, &self.probe)?;
         if q == 0.0 {
             Ok(e.contended)
         } else if q == 1.0 {

@@ -15,6 +15,8 @@
 //! - [`highorder`]: high-order pages on PCP lists (thread 003): zone->lock traffic of 64 KiB
 //!   folios with and without order 4 on the lists (the kernel's PCP state machine stepped), and
 //!   the contention it causes.
+//! - [`perflock`]: what `perf lock contention` counts on a queued spinlock and what its BPF
+//!   handlers add to the waits and holds it reports (thread 003).
 
 pub mod cache;
 pub mod highorder;
@@ -22,5 +24,6 @@ pub mod lock;
 pub mod memcg;
 pub mod netperf;
 pub mod pcp;
+pub mod perflock;
 pub mod vmstat;
 pub mod zonelock;
