@@ -39,7 +39,8 @@
 //!   station, the fixed work a delay station of `Z = t₀` ns per payload page), for
 //!   `n = 1..N` CPUs: `R_i(n) = D_i (1 + Q_i(n−1))`, `X(n) = n / (Z + Σ R_i(n))`,
 //!   `Q_i(n) = X(n) R_i(n)`. The cycle of one CPU per payload page is `t₀ + Σ R_i(N)`.
-//!   (The former per-line M/M/1//N tandem fixed point gives the same throughput within 0.2 %.)
+//!   (The per-line M/M/1//N tandem fixed point this replaced gave the same throughputs within
+//!   1 % on thread 001.)
 //! - One netperf instance = one sender + one receiver CPU, each handling every payload page:
 //!   throughput per instance `4096 · 8 / (t₀ + Σ R_i)` bit/ns. In the root memcg no line is
 //!   visited: `4096 · 8 / t₀`.
