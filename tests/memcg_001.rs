@@ -1,6 +1,6 @@
 //! Thread 001 (MEMCG_CHARGE_BATCH 32 -> 64): the held-out gain, the single-patch runs and the
 //! stock dynamics, as computed by the model. The criterion (gain within 6 points of the
-//! measured 62.7 %) is NOT met (the model gives about +80 %), so these tests pin the current
+//! measured 62.7 %) is NOT met (the model gives about +77 %), so these tests pin the current
 //! values to catch regressions instead of asserting the criterion.
 use assert_cmd::Command;
 use pcpmodel::validate::{t001, Role};
@@ -23,25 +23,25 @@ fn held_out_gain_pinned() {
     }
     let (measured, gain) = row(&v, "batch 32->64");
     approx::assert_relative_eq!(measured, 62.79, epsilon = 0.01);
-    // Current value +79.8 %: pinned to 75..85 (the criterion 62.7 ± 6 is not met).
-    assert!(gain > 75.0 && gain < 85.0, "{gain}");
+    // Current value +77.5 %: pinned to 73..82 (the criterion 62.7 ± 6 is not met).
+    assert!(gain > 73.0 && gain < 82.0, "{gain}");
     assert!(
         (gain - measured).abs() > 6.0,
         "criterion met now: turn this into the acceptance test"
     );
-    // Fully derived (transfer_scale 1): +19.3 %, pinned to 15..25.
+    // Fully derived (transfer_scale 1): +13.2 %, pinned to 9..18.
     let (_, derived) = row(&v, "derived, batch 32->64");
-    assert!(derived > 15.0 && derived < 25.0, "{derived}");
+    assert!(derived > 9.0 && derived < 18.0, "{derived}");
 }
 
 #[test]
 fn single_patch_runs_pinned() {
     let v = t001::validate().unwrap();
-    // Relative errors now: (A) +11.8 %, (B) +42.0 %, (A+B+C) +4.4 %; pinned ±5 points.
+    // Relative errors now: (A) +2.5 %, (B) +30.9 %, (A+B+C) +3.8 %; pinned ±5 points.
     for (case, err) in [
-        ("run 3 (fewer_atomics) (cover letter v2), batch=32", 11.8),
-        ("run 4 (split_layout) (cover letter v2), batch=32", 42.0),
-        ("run 6 (both) (cover letter v2), batch=64", 4.4),
+        ("run 3 (fewer_atomics) (cover letter v2), batch=32", 2.5),
+        ("run 4 (split_layout) (cover letter v2), batch=32", 30.9),
+        ("run 6 (both) (cover letter v2), batch=64", 3.8),
     ] {
         let (m, p) = row(&v, case);
         let e = 100.0 * (p / m - 1.0);

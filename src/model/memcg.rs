@@ -24,7 +24,10 @@
 //!   code deterministically.
 //! - **Walks**: `page_counter_try_charge()` / `page_counter_cancel()` go up the hierarchy
 //!   (`for (c = counter; c; c = c->parent)`), root included (`mem_cgroup_css_alloc()` parents
-//!   every counter to the parent memcg's). The lines and transfers: [`counter_lines`].
+//!   every counter to the parent memcg's). The lines and transfers: [`counter_lines`], with
+//!   every field at its byte offset in `struct mem_cgroup` ([`RC1_MEMORY_OFFSET_BYTES`]: in
+//!   6.0-rc1 `usage` shares a line with the limits, and the two xchg'd protection counters
+//!   share the next with `watermark` and `parent`).
 //!
 //! # Equations
 //! - Per payload page, CPU role `r` (sender, receiver) makes `w_c,r` charge walks, `w_u,r`
@@ -449,33 +452,159 @@ pub struct CounterLine {
     pub flush_transfers: f64,
 }
 
+/// Offset of `memory` (its `usage`) inside `struct mem_cgroup` in 6.0-rc1, bytes, derived from
+/// the structure definitions on x86-64 without lockdep: `struct cgroup_subsys_state` is 200
+/// bytes (`cgroup`, `ss` 8 + 8; `percpu_ref` 16; `sibling`, `children`, `rstat_css_node` 3 × 16;
+/// `id`, `flags` 4 + 4; `serial_nr` 8; `online_cnt` 4 + 4 padding; `destroy_work` 32;
+/// `destroy_rwork` 56; `parent` 8), then `struct mem_cgroup_id` 8. 6.0-rc1 puts no alignment on
+/// `struct page_counter`, so `usage` sits 16 bytes into a cache line (the memcg itself is
+/// kmalloc'd, line aligned). Config-dependent (lockdep, struct changes).
+pub const RC1_MEMORY_OFFSET_BYTES: u32 = 208;
+
+/// A field of `struct page_counter` (or next to it) that a walk touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Usage,
+    Min,
+    Low,
+    High,
+    Max,
+    MinUsage,
+    LowUsage,
+    Watermark,
+    Parent,
+    /// `memcg->css.parent` (read by `parent_mem_cgroup()`), 8 bytes before `memory`.
+    CssParent,
+    /// `memcg->swap.usage` and `.high` (read by the `memory.high` loop; never written here).
+    SwapUsage,
+    SwapHigh,
+}
+
+/// Byte offset of a field from the start of `struct mem_cgroup`.
+fn field_offset(f: Field, split: bool) -> i64 {
+    // 6.0-rc1 layout: usage, min, low, high, max, emin, min_usage, children_min_usage, elow,
+    // low_usage, children_low_usage, watermark, failcnt, parent (14 longs, 112 bytes).
+    // Patch (B) layout: usage | emin, min_usage, children_min_usage, elow, low_usage,
+    // children_low_usage, watermark, failcnt | min, low, high, max, parent (each part starts a
+    // line: PC_PADDING; 192 bytes; the struct is ____cacheline_internodealigned_in_smp, so
+    // `memory` moves from 208 up to 256).
+    let (base, off, size) = if split {
+        let off = match f {
+            Field::Usage => 0,
+            Field::MinUsage => 72,
+            Field::LowUsage => 96,
+            Field::Watermark => 112,
+            Field::Min => 128,
+            Field::Low => 136,
+            Field::High => 144,
+            Field::Max => 152,
+            Field::Parent => 160,
+            _ => 0,
+        };
+        (256, off, 192)
+    } else {
+        let off = match f {
+            Field::Usage => 0,
+            Field::Min => 8,
+            Field::Low => 16,
+            Field::High => 24,
+            Field::Max => 32,
+            Field::MinUsage => 48,
+            Field::LowUsage => 72,
+            Field::Watermark => 88,
+            Field::Parent => 104,
+            _ => 0,
+        };
+        (i64::from(RC1_MEMORY_OFFSET_BYTES), off, 112)
+    };
+    match f {
+        Field::CssParent => 200,
+        Field::SwapUsage => base + size,
+        Field::SwapHigh => base + size + if split { 144 } else { 24 },
+        _ => base + off,
+    }
+}
+
+/// One access of a walk: the field and whether it is a locked read-modify-write.
+type Access = (Field, bool);
+
+/// The accesses of one level in one phase, 6.0-rc1 / 6.0 code (see [`counter_lines`]).
+fn level_accesses(charge: bool, root: bool, protected: bool, fewer_atomics: bool) -> Vec<Access> {
+    use Field::*;
+    let mut a = vec![(Usage, true)];
+    if charge {
+        a.push((Max, false));
+    }
+    // propagate_protected_usage()
+    a.push((Parent, false));
+    if !root {
+        let xchg = protected && !fewer_atomics;
+        a.push((Min, false));
+        a.push((MinUsage, xchg));
+        a.push((Low, false));
+        a.push((LowUsage, xchg));
+    }
+    if charge {
+        a.push((Watermark, false));
+    }
+    a.push((Parent, false));
+    a
+}
+
+/// The `memory.high` loop of `try_charge_memcg()` after a charge walk, one level.
+fn high_accesses() -> Vec<Access> {
+    use Field::*;
+    vec![
+        (Usage, false),
+        (High, false),
+        (SwapUsage, false),
+        (SwapHigh, false),
+        (CssParent, false),
+    ]
+}
+
+/// Transfers on cache line `line` in one phase: each RMW 1, each run of loads not broken by an
+/// RMW on that line 1.
+fn phase_transfers(acc: &[Access], line: i64, split: bool) -> f64 {
+    let mut n = 0.0;
+    let mut in_run = false;
+    for (f, rmw) in acc {
+        if field_offset(*f, split).div_euclid(64) != line {
+            continue;
+        }
+        if *rmw {
+            n += 1.0;
+            in_run = false;
+        } else if !in_run {
+            n += 1.0;
+            in_run = true;
+        }
+    }
+    n
+}
+
 /// The shared lines a walk touches and the transfers each costs, derived from the code.
 ///
 /// `depth` levels below the root; the top level (level 1) carries `memory.min`/`memory.low`
-/// (thread 001). Counting rule (heavy contention: the line leaves right after each access,
-/// because the next requester is already waiting): a locked RMW is one transfer; the plain
-/// loads that follow it on the same line are one more (they miss together); loads of a line
-/// nobody writes are free.
+/// (thread 001). Each level's fields are placed at their byte offsets in `struct mem_cgroup`
+/// (6.0-rc1: [`RC1_MEMORY_OFFSET_BYTES`], so `usage`, `min`, `low`, `high`, `max`, `emin` and
+/// `css.parent` share a line and `min_usage` … `parent` the next; patch (B): the aligned
+/// three-part layout). Accesses per level, in program order:
+/// - charge walk (`page_counter_try_charge()`): RMW `usage`; load `max`;
+///   `propagate_protected_usage()`: load `parent`, then (not at the root) load `min`,
+///   `min_usage` (an `atomic_long_xchg()` at the protected level in 6.0-rc1), load `low`,
+///   `low_usage` (xchg likewise); load `watermark`; load `parent` (loop);
+/// - uncharge walk (`page_counter_cancel()`): RMW `usage`; the same propagation; load `parent`;
+/// - after a charge walk, the `memory.high` loop of `try_charge_memcg()` reads `usage`, `high`,
+///   `swap.usage`, `swap.high` and `css.parent` of every level (a separate phase).
 ///
-/// `usage` line of a level, 6.0-rc1 layout (`page_counter_try_charge()`, 6.0-rc1):
-/// - charge walk: `atomic_long_add_return(usage)` 1; loads of `max`, `min`, `min_usage`, `low`
-///   after it 1; the `memory.high` loop of `try_charge_memcg()` re-reads `usage` and `high` of
-///   every level 1 (3). Protected level: `atomic_long_xchg(min_usage)` +1 and the load of `low`
-///   after it +1 (5). Root: RMW, `max`, the `memory.high` re-read (3; no propagation,
-///   `!c->parent`).
-/// - uncharge walk (`page_counter_cancel()`): `atomic_long_sub_return(usage)` 1; loads in
-///   `propagate_protected_usage()` 1 (2); protected level: xchg of `min_usage` +1, load of `low`
-///   +1 (4); root: the RMW only (1).
-/// - second line (`elow`, `low_usage`, `watermark`, `parent`): written only at the protected
-///   level, by `atomic_long_xchg(low_usage)` 1, then the loads of `watermark`/`parent` 1 (2 per
-///   walk, charge and uncharge alike); read-only elsewhere.
+/// Patch (A) (6.0's `propagate_protected_usage()`): the xchgs become loads, because the
+/// protected usage never changes here (`low`/`min` far below `usage`).
 ///
-/// Patch (A): the xchgs go (the protected usage never changes: `low` is far below `usage`), so
-/// the protected level costs what the others do and its second line is read-only.
-/// Patch (B): `usage` alone: charge = RMW + the `memory.high` re-read (2), uncharge = RMW (1);
-/// the protection counters and `watermark` share a second line, written at the protected level
-/// by the two xchgs (charge: xchg, xchg, `watermark` load = 3; uncharge: 2) unless (A) removes
-/// them; the limits and `parent` sit on a read-only third line.
+/// Counting rule (heavy contention: the line leaves right after each access because the next
+/// requester is already waiting): on a line that some walk writes, each locked RMW is one
+/// transfer and each run of loads not broken by an RMW on that line, within one phase, is one
+/// (loads issued together miss together); lines nobody writes cost nothing.
 ///
 /// `stats_flush_threshold` (`memcg_rstat_updated()`, 6.0): one `atomic_add` each time a CPU's
 /// |MEMCG_SOCK| updates pass `MEMCG_CHARGE_BATCH` pages: 1 per flush (flushes counted by
@@ -483,19 +612,22 @@ pub struct CounterLine {
 pub fn counter_lines(depth: u32, code: CounterCode) -> Vec<CounterLine> {
     let mut out = Vec::new();
     let split = code.split_layout();
-    let xchg = !code.fewer_atomics();
+    let fewer = code.fewer_atomics();
     for level in (0..=depth).rev() {
         let root = level == 0;
         let protected = level == 1;
-        let (charge, uncharge) = if split {
-            (2.0, 1.0)
-        } else if root {
-            // RMW + max load + memory.high re-read; cancel: RMW only.
-            (3.0, 1.0)
-        } else {
-            let extra = if protected && xchg { 2.0 } else { 0.0 };
-            (3.0 + extra, 2.0 + extra)
-        };
+        let charge = level_accesses(true, root, protected, fewer);
+        let uncharge = level_accesses(false, root, protected, fewer);
+        let high = high_accesses();
+        // Lines written at this level.
+        let mut hot: Vec<i64> = charge
+            .iter()
+            .chain(&uncharge)
+            .filter(|(_, rmw)| *rmw)
+            .map(|(f, _)| field_offset(*f, split).div_euclid(64))
+            .collect();
+        hot.sort_unstable();
+        hot.dedup();
         let what = if root {
             "root".to_string()
         } else if protected {
@@ -503,20 +635,20 @@ pub fn counter_lines(depth: u32, code: CounterCode) -> Vec<CounterLine> {
         } else {
             format!("level {level}")
         };
-        out.push(CounterLine {
-            name: format!("{what} usage"),
-            transfers_per_walk: 0.5 * (charge + uncharge),
-            charge_transfers: charge,
-            uncharge_transfers: uncharge,
-            flush_transfers: 0.0,
-        });
-        if protected && xchg {
-            let (c2, u2) = if split { (3.0, 2.0) } else { (2.0, 2.0) };
+        let usage_line = field_offset(Field::Usage, split).div_euclid(64);
+        for line in hot {
+            let c = phase_transfers(&charge, line, split) + phase_transfers(&high, line, split);
+            let u = phase_transfers(&uncharge, line, split);
+            let name = if line == usage_line {
+                format!("{what} usage")
+            } else {
+                format!("{what} protection counters")
+            };
             out.push(CounterLine {
-                name: format!("{what} protection counters"),
-                transfers_per_walk: 0.5 * (c2 + u2),
-                charge_transfers: c2,
-                uncharge_transfers: u2,
+                name,
+                transfers_per_walk: 0.5 * (c + u),
+                charge_transfers: c,
+                uncharge_transfers: u,
                 flush_transfers: 0.0,
             });
         }
@@ -1141,13 +1273,32 @@ mod line_tests {
         let l = counter_lines(3, CounterCode::Rc1);
         // 4 usage lines, the protected level's second line, stats_flush_threshold.
         assert_eq!(l.len(), 6);
-        let top = l
+        let get =
+            |l: &[CounterLine], name: &str| l.iter().find(|x| x.name == name).unwrap().clone();
+        // usage 16 bytes into its line: the xchg'd protection counters are on the next line,
+        // with watermark and parent: load parent, xchg, xchg, loads of watermark/parent = 4
+        // (uncharge: load parent, xchg, xchg, load parent = 4).
+        let p = get(&l, "level 1 (protected) protection counters");
+        approx::assert_relative_eq!(p.charge_transfers, 4.0);
+        approx::assert_relative_eq!(p.uncharge_transfers, 4.0);
+        // usage line: RMW, loads (max, min, low), memory.high re-read (usage, high, css.parent)
+        // = 3; uncharge RMW + loads = 2; the root has no propagation: 3 / 1.
+        let u = get(&l, "level 1 (protected) usage");
+        approx::assert_relative_eq!(u.charge_transfers, 3.0);
+        approx::assert_relative_eq!(u.uncharge_transfers, 2.0);
+        let r = get(&l, "root usage");
+        approx::assert_relative_eq!(r.uncharge_transfers, 1.0);
+        // Split layout (B): usage alone 2 / 1; protection line xchg, xchg, watermark = 3 / 2.
+        let b = counter_lines(3, CounterCode::SplitLayout);
+        let p = get(&b, "level 1 (protected) protection counters");
+        approx::assert_relative_eq!(p.charge_transfers, 3.0);
+        approx::assert_relative_eq!(p.uncharge_transfers, 2.0);
+        assert!(b
             .iter()
-            .find(|x| x.name == "level 1 (protected) usage")
-            .unwrap();
-        approx::assert_relative_eq!(top.transfers_per_walk, 4.5);
-        approx::assert_relative_eq!(top.charge_transfers, 5.0);
-        approx::assert_relative_eq!(top.uncharge_transfers, 4.0);
+            .filter(|x| x.name.ends_with("usage"))
+            .all(|x| x.charge_transfers == 2.0 && x.uncharge_transfers == 1.0));
+        // (A): no written protection line.
+        assert_eq!(counter_lines(3, CounterCode::FewerAtomics).len(), 5);
         let both = counter_lines(3, CounterCode::Both);
         assert_eq!(both.len(), 5);
         assert!(both.iter().all(|x| x.transfers_per_walk <= 1.5));
