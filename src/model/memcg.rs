@@ -837,7 +837,7 @@ impl MemcgModel {
 
     /// Steady-state stock counts of the sender and receiver CPU at `batch_pages`, with
     /// `ack_uncharge_on_sender` = `f`, and the payload pages they cover. The window is at least
-    /// [`COUNT_CYCLES`] flow cycles and at least 8 batches of pages, after a warm-up of at least
+    /// `COUNT_CYCLES` (4) flow cycles and at least 8 batches of pages, after a warm-up of at least
     /// 2 batches.
     pub fn stock_counts(&self, batch_pages: u32, f: f64) -> Result<([StockCounts; 2], f64)> {
         let flow = SendfileFlow {
