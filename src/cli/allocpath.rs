@@ -90,7 +90,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     });
     let notes = vec![
         format!(
-            "parameters: fixed_ns_per_page {:.0} ns (root-memcg run), transfer_scale {:.2} (fitted to 6.0-rc1 at batch 32), stock pages per payload page {}",
+            "parameters: fixed_ns_per_page {:.0} ns (root-memcg run), transfer_scale {:.2} (fitted to 6.0-rc1 at batch 32), ack_uncharge_on_sender {} (held)",
             p[0], p[1], p[2]
         ),
         match flat_at {
