@@ -79,7 +79,7 @@ pub fn models() -> Vec<ModelEntry> {
     },
     ModelEntry {
         name: "page-fault1",
-        description: "thread 003: zone->lock contention of page_fault1 with 64 KiB folios, 90 tasks, 10 s (columns high_order_pcp, quantity_code, value)",
+        description: "thread 003: zone->lock contention of page_fault1 with 64 KiB folios, 90 tasks, 10 s, as perf lock contention reports it (traced acquisitions, handler costs; columns high_order_pcp, quantity_code, value)",
         default_machine: "kunpeng-920",
         build: build_page_fault1,
         default_fixed: &crate::model::highorder::DEFAULT_FIXED,
