@@ -42,3 +42,31 @@ fn notes_give_the_lock_alone_and_the_count_gap() {
     assert!(all.contains("The lock alone"), "{all}");
     assert!(all.contains("absolute counts do not agree"), "{all}");
 }
+
+#[test]
+fn predict_page_fault1_gives_both_views() {
+    use assert_cmd::Command;
+    let out = Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["predict", "--workload", "page-fault1", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = v["estimates"].as_array().unwrap();
+    let alone = v["estimates_lock_alone"].as_array().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(alone.len(), 2);
+    // perf's own hold makes the lock busier than it is alone.
+    let u = |e: &serde_json::Value| e["utilisation"].as_f64().unwrap();
+    assert!(u(&seen[0]) > u(&alone[0]));
+    assert!(v["perf_lock_probe"]["end_under_lock_ns"].as_f64().unwrap() > 0.0);
+    // Before 5.19 there is no tracepoint for perf to use: the output says so.
+    let old = Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["predict", "--workload", "page-fault1", "--kernel", "5.15"])
+        .output()
+        .unwrap();
+    assert!(old.status.success());
+    assert!(String::from_utf8_lossy(&old.stdout).contains("5.19"));
+}

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::highorder::{HighOrderModel, KERNEL_003};
 use pcpmodel::model::memcg::MemcgModel;
 use pcpmodel::model::vmstat::{NumaStatModel, KERNEL_002};
@@ -244,7 +245,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                 alone.push(bare);
             }
             let json = serde_json::json!({"workload": "page-fault1", "machine": machine.name, "parameters": p, "perf_lock_probe": model.probe, "estimates": ests, "estimates_lock_alone": alone});
-            let notes = vec![
+            let mut notes = vec![
                 format!(
                     "derived parameters (no fit): fault {:.0} ns per folio, hold {:.0} ns lock hand-over + {:.0} ns buddy work per block",
                     p[0], model.hold_fixed_ns, p[1]
@@ -255,6 +256,12 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                     model.probe.reported_extra_ns()
                 ),
             ];
+            if kernel < KernelVersion::new(5, 19) {
+                notes.push(format!(
+                    "kernel {}.{} has no lock:contention_begin/end tracepoints (added in 5.19), so perf lock contention cannot run there; read the 'perf lock attached = false' rows",
+                    kernel.major, kernel.minor
+                ));
+            }
             super::emit(
                 &Report {
                     json,
