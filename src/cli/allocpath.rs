@@ -111,16 +111,9 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
 
 /// `pcpmodel predict --workload memcg-netperf|page-bench|page-fault1`.
 pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<ExitCode> {
-    let machine_name = |default: &str| {
-        if args.machine == "icelake-server" {
-            default.to_string()
-        } else {
-            args.machine.clone()
-        }
-    };
     match args.workload {
         Workload::MemcgNetperf => {
-            let machine = Machine::resolve(&machine_name("memcg-72cpu"))?;
+            let machine = Machine::resolve(args.machine_name())?;
             let model = MemcgModel::new(
                 &machine,
                 args.instances.unwrap_or(36),
@@ -157,7 +150,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
             )
         }
         Workload::PageBench => {
-            let machine = Machine::resolve(&machine_name("broadwell-2s"))?;
+            let machine = Machine::resolve(args.machine_name())?;
             let kernel = kernel_arg(&args.kernel, KERNEL_002)?;
             let fit_model = t002::model_002()?;
             let r = t002::fit_002(&fit_model)?;
@@ -197,7 +190,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
             )
         }
         Workload::PageFault1 => {
-            let machine = Machine::resolve(&machine_name("kunpeng-920"))?;
+            let machine = Machine::resolve(args.machine_name())?;
             let kernel = kernel_arg(&args.kernel, KERNEL_003)?;
             let model =
                 HighOrderModel::page_fault1(&machine, kernel, args.procs.unwrap_or(90), 10.0)?;

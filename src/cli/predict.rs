@@ -55,9 +55,11 @@ impl From<PlacementArg> for Placement {
 /// Arguments of `pcpmodel predict` (each workload reads the ones it needs).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Machine: built-in name or TOML file.
-    #[arg(long, default_value = "icelake-server")]
-    pub machine: String,
+    /// Machine: built-in name or TOML file (default: the machine of the workload's thread;
+    /// icelake-server for netperf-udp and mmap-fill, memcg-72cpu, broadwell-2s, kunpeng-920 for
+    /// memcg-netperf, page-bench, page-fault1).
+    #[arg(long)]
+    pub machine: Option<String>,
     /// Workload.
     #[arg(long, value_enum, default_value_t = Workload::NetperfUdp)]
     pub workload: Workload,
@@ -103,6 +105,27 @@ pub struct Args {
     pub high_order_pcp: Option<bool>,
 }
 
+impl Workload {
+    /// The built-in machine `predict` uses when `--machine` is not given.
+    pub fn default_machine(self) -> &'static str {
+        match self {
+            Workload::NetperfUdp | Workload::MmapFill => "icelake-server",
+            Workload::MemcgNetperf => "memcg-72cpu",
+            Workload::PageBench => "broadwell-2s",
+            Workload::PageFault1 => "kunpeng-920",
+        }
+    }
+}
+
+impl Args {
+    /// `--machine`, or the workload's default machine.
+    pub fn machine_name(&self) -> &str {
+        self.machine
+            .as_deref()
+            .unwrap_or(self.workload.default_machine())
+    }
+}
+
 /// Runs `pcpmodel predict`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     match args.workload {
@@ -123,7 +146,7 @@ pub fn kernel_arg(k: &Option<String>, default: KernelVersion) -> anyhow::Result<
 }
 
 fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
-    let machine = Machine::resolve(&args.machine)?;
+    let machine = Machine::resolve(args.machine_name())?;
     let kernel = kernel_arg(&args.kernel, KERNEL_004)?;
     let placement: Placement = args.placement.into();
     let mut model = netperf_model(&machine, placement, kernel)?;

@@ -491,7 +491,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
         None => 5,
     };
     let case = CaseArgs {
-        machine: args.machine.clone(),
+        machine: args.machine_name().to_string(),
         workload: LockWorkload::MmapFill,
         procs: args.procs.unwrap_or(10),
         nodes: args.nodes.clone().unwrap_or_else(|| "1".to_string()),
