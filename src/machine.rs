@@ -341,6 +341,19 @@ impl Machine {
             .saturating_mul(self.topology.llc_domains_per_socket.value)
     }
 
+    /// Mean core-to-core transfer, ns, between two CPUs of one socket spread evenly over
+    /// `domains` LLC domains: `c2c_same_llc` with probability `1/domains`, otherwise
+    /// `c2c_cross_llc` (the same-LLC value when the file has none or `domains ≤ 1`).
+    pub fn c2c_over_llc_domains_ns(&self, domains: f64) -> f64 {
+        let lat = &self.latency_ns;
+        match &lat.c2c_cross_llc {
+            Some(x) if domains > 1.0 => {
+                (lat.c2c_same_llc.value + (domains - 1.0) * x.value) / domains
+            }
+            _ => lat.c2c_same_llc.value,
+        }
+    }
+
     /// Physical cores sharing one LLC instance. 0 only for an unvalidated machine.
     pub fn cores_per_llc_domain(&self) -> u32 {
         self.topology

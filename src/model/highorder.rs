@@ -161,16 +161,8 @@ pub const FREE_LINES: BuddyOpLines = BuddyOpLines {
 /// (machine file). A zone->lock and its zone's lines move only between the CPUs allocating from
 /// that node.
 pub fn node_transfer_ns(machine: &Machine) -> f64 {
-    let t = &machine.topology;
-    let domains = f64::from(t.sockets.value.max(1) * t.llc_domains_per_socket.value.max(1));
-    let per_node = (domains / f64::from(t.numa_nodes.value.max(1))).max(1.0);
-    let lat = &machine.latency_ns;
-    match &lat.c2c_cross_llc {
-        Some(x) if per_node > 1.0 => {
-            (lat.c2c_same_llc.value + (per_node - 1.0) * x.value) / per_node
-        }
-        _ => lat.c2c_same_llc.value,
-    }
+    let nodes = f64::from(machine.topology.numa_nodes.value.max(1));
+    machine.c2c_over_llc_domains_ns(f64::from(machine.llc_domains()) / nodes)
 }
 
 /// Parameter names in model order.

@@ -692,11 +692,7 @@ pub fn mean_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64> {
     let same_socket = (per_socket - 1.0 - smt).max(0.0);
     let cross = (others - smt - same_socket).max(0.0);
     let lat = &machine.latency_ns;
-    let domains = f64::from(t.llc_domains_per_socket.value.max(1));
-    let same_llc = match &lat.c2c_cross_llc {
-        Some(x) if domains > 1.0 => (lat.c2c_same_llc.value + (domains - 1.0) * x.value) / domains,
-        _ => lat.c2c_same_llc.value,
-    };
+    let same_llc = machine.c2c_over_llc_domains_ns(f64::from(t.llc_domains_per_socket.value));
     let cross_ns = match &lat.c2c_cross_socket {
         Some(x) => x.value,
         None if cross > 0.0 => {
