@@ -52,6 +52,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
         "gain vs half batch (%)",
         "counter ns per page",
         "line utilisation",
+        "SMT-shared transfers (%)",
     ])
     .titled(format!(
         "memcg charge batching on {}, {} instances, depth {}",
@@ -78,6 +79,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
                 4,
             ),
             format!("{:.3}", e.line_utilisation),
+            format!("{:.1}", 100.0 * e.sibling_shared),
         ]);
         json_rows.push(e);
     }
@@ -134,16 +136,42 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                 ],
                 e.ns_per_page,
             );
-            let notes = vec![format!(
-                "throughput {} Mbit/s per instance; counter lines {:.0} % busy",
-                sig(e.throughput_mbps, 5),
-                100.0 * e.line_utilisation
-            )];
+            let mut lines = Table::new([
+                "counter line",
+                "transfers per visit",
+                "service per visit (ns)",
+                "response per visit (ns)",
+                "utilisation",
+                "SMT-shared (%)",
+            ])
+            .titled("counter lines (one visit = one walk or flush touching the line)");
+            for l in &e.lines {
+                lines.push([
+                    l.name.clone(),
+                    format!("{:.2}", l.transfers_per_walk),
+                    sig(l.service_ns, 4),
+                    sig(l.response_ns, 4),
+                    format!("{:.3}", l.utilisation),
+                    format!("{:.1}", 100.0 * l.sibling_shared),
+                ]);
+            }
+            let notes = vec![
+                format!(
+                    "throughput {} Mbit/s per instance; busiest counter line {:.0} % busy",
+                    sig(e.throughput_mbps, 5),
+                    100.0 * e.line_utilisation
+                ),
+                format!(
+                    "{:.0} busy threads per core: SMT siblings queued at the same line share one transfer, {:.1} % of all transfers here (the more CPUs queue, the more they share)",
+                    e.threads_per_core,
+                    100.0 * e.sibling_shared
+                ),
+            ];
             let json = serde_json::json!({"workload": "memcg-netperf", "machine": machine.name, "parameters": p, "estimate": e});
             super::emit(
                 &Report {
                     json,
-                    tables: vec![t],
+                    tables: vec![t, lines],
                     notes,
                 },
                 format,

@@ -166,6 +166,21 @@ pub fn placement_sensitivity() -> Result<Vec<(f64, f64, f64)>> {
     Ok(out)
 }
 
+/// The held-out gain 32 → 64 when every CPU pays each of its transfers itself (SMT siblings
+/// not sharing their core's copy: `threads_per_core` forced to 1, transfers still between
+/// cores), with `fixed_ns_per_page` from the root-memcg run and `transfer_scale` refitted at
+/// batch 32: `(transfer_scale, gain %)`.
+pub fn unshared_sensitivity() -> Result<(f64, f64)> {
+    let mut model = model_001()?;
+    model.threads_per_core = 1.0;
+    let t0 = fixed_ns_from_root()?;
+    let r = fit_001(&model, &[PARAM_NAMES[1]], &[32], &[(PARAM_NAMES[0], t0)])?;
+    let p = values(&r);
+    let a = model.estimate(&p, 32)?.throughput_mbps;
+    let b = model.estimate(&p, 64)?.throughput_mbps;
+    Ok((p[1], 100.0 * (b / a - 1.0)))
+}
+
 /// Validates thread 001.
 pub fn validate() -> Result<TableValidation> {
     let model = model_001()?;
@@ -340,19 +355,38 @@ pub fn validate() -> Result<TableValidation> {
             "the code-derived traffic alone does not saturate the counters at batch 32".to_string()
         }
     ));
+    let busiest_of = |e: &crate::model::memcg::MemcgEstimate| {
+        e.lines
+            .iter()
+            .max_by(|x, y| x.utilisation.total_cmp(&y.utilisation))
+            .map_or(0.0, |l| l.sibling_shared)
+    };
     notes.push(format!(
-        "calibrated: the measured batch-32 throughput needs a transfer on the hammered lines to cost {:.2}x the idle mean ({:.0} ns, {:.1}x the cross-socket latency): the busiest line is then {:.0} % busy at batch 32 and {:.0} % at 64, i.e. saturated near batch 32. Held out, batch 64 is predicted at {gain:+.1} % (measured {measured_gain:+.1} %, {:+.1} points; the issue asks for ±6): NOT met. The single-patch runs: {}",
+        "calibrated: the measured batch-32 throughput needs a transfer on the hammered lines to cost {:.2}x the idle mean between cores ({:.0} ns, {:.1}x the cross-socket latency): the busiest line is then {:.0} % busy at batch 32 and {:.0} % at 64. Held out, batch 64 is predicted at {gain:+.1} % (measured {measured_gain:+.1} %, {:+.1} points; the issue asks for ±6): {}. The single-patch runs: {}",
         p[1],
         p[1] * model.transfer_ns,
         p[1] * model.transfer_ns / cross_ns,
         100.0 * a.line_utilisation,
         100.0 * b.line_utilisation,
         gain - measured_gain,
+        if (gain - measured_gain).abs() <= 6.0 { "met" } else { "NOT met" },
         variant_err
             .iter()
             .map(|(l, e)| format!("{l} {e:+.1} %"))
             .collect::<Vec<_>>()
             .join(", ")
+    ));
+    let (unshared_scale, unshared_gain) = unshared_sensitivity()?;
+    notes.push(format!(
+        "SMT siblings share transfers: the two threads of a core share its L1D, so a CPU whose sibling is already queued for (or fetching) a counter line is served by the same transfer, and the two then walk on together. With {:.0} busy threads per core (memcg-72cpu: 2 sockets x 18 cores x SMT2, assumed) a CPU pays {:.0} % fewer transfers at batch 32 and {:.0} % fewer at 64; on the busiest line {:.0} % and {:.0} %. The more CPUs queue at a line, the more often siblings meet there, so the line moves more work per transfer when it is hammered and less when the doubled batch shortens its queue: that is what keeps the gain below the +{:.0} % that unshared transfers give (every CPU paying its own transfers, transfer_scale refitted to {:.2}). The sharing is an approximate mean value analysis (siblings meet independently at their first transfer on a line); tests/memcg_smt.rs checks it against a discrete-event simulation of the same assumptions (throughputs of all five charged runs within 4 %, the gain within 4 points). It rests on the machine: seed 001 gives only '72 CPUs', and a 72-core machine without SMT would give the unshared +{:.0} %",
+        model.threads_per_core,
+        100.0 * a.sibling_shared,
+        100.0 * b.sibling_shared,
+        100.0 * busiest_of(&a),
+        100.0 * busiest_of(&b),
+        unshared_gain,
+        unshared_scale,
+        unshared_gain,
     ));
     notes.push(format!(
         "stock dynamics (the 6.0-rc1 socket accounting replayed through consume_stock/refill_stock/drain_stock, simulate_stock): the sender CPU only charges (10 KiB sendfile chunks of 1-3 pages, 16-17-page sk_rmem charges of each 64 KiB skb), so it walks once per B pages exactly ({:.4} -> {:.4} charge walks per payload page, ratio {:.2}); the receiver only uncharges one skb (16-19 pages) at a time and drain_stock() returns B plus an overshoot ({:.1} pages per walk at 32, {:.1} at 64; ratio of uncharge walks {:.2}). A doubled batch halves the walks: the overshoot does not soften the gain. stats_flush_threshold (memcg_rstat_updated, no atomic_read guard before 6.1) gets {:.4} atomics per payload page at 32, also halved at 64",
@@ -366,28 +400,22 @@ pub fn validate() -> Result<TableValidation> {
     ));
     let sens = placement_sensitivity()?;
     notes.push(format!(
-        "placement (ack_uncharge_on_sender, held at 0; thread 001 cannot tell): if the wmem uncharge of an ACKed skb runs on the sender CPU (the ACK found netperf owning its socket and went to the backlog), that CPU mixes 16-19-page uncharges with its charges; at batch 32 a 17-page uncharge on a half-full stock passes the batch and drain_stock() empties the stock the next charge needs, at 64 it mostly does not, so the gain GROWS: {} (transfer_scale refitted at batch 32 for each). The smallest, {:+.1} %, is still {:+.1} points from the measured {measured_gain:.1} %: the placement cannot be the missing piece",
+        "placement (ack_uncharge_on_sender, held at 0: the ACK's softirq runs tcp_ack() on the receiver CPU unless netperf owns its socket; thread 001 cannot tell): if the wmem uncharge of an ACKed skb runs on the sender CPU, that CPU mixes 16-19-page uncharges with its charges; at batch 32 a 17-page uncharge on a half-full stock passes the batch and drain_stock() empties the stock the next charge needs, at 64 it mostly does not, so the gain grows: {} (transfer_scale refitted at batch 32 for each). The held-out gain therefore depends on where the ACKs are processed, which thread 001 does not report",
         sens.iter()
             .map(|(f, s, g)| format!("{f:.1} -> {g:+.1} % (transfer_scale {s:.2})"))
             .collect::<Vec<_>>()
             .join(", "),
-        sens.iter().map(|x| x.2).fold(f64::INFINITY, f64::min),
-        sens.iter().map(|x| x.2).fold(f64::INFINITY, f64::min) - measured_gain,
     ));
-    let n = f64::from(model.charging_cpus);
-    let cycle = |mbps: f64| PAGE_BYTES * 8.0 * 1e3 / mbps;
-    let walk_rate = |mbps: f64, w: f64| n * w / cycle(mbps) * 1e3;
+    let err_of = |key: &str| {
+        variant_err
+            .iter()
+            .find(|(l, _)| l.contains(key))
+            .map_or(f64::NAN, |x| x.1)
+    };
     notes.push(format!(
-        "what is left: exact MVA over the lines (product form) gives what the former per-line M/M/1//N tandem fixed point gave (+79.9 % vs +80.0 %, single-patch runs within 1 %, checked when it replaced it), so the sharp knee is not an artefact of that approximation. Read through the model's walk counts, the measurements say: per walk {:.1} us of memcg cost at batch 32 and {:.1} us at 64, while the hierarchy walks of all CPUs fall from {:.2} to {:.2} per us ({:.0} %) and {:.1} CPUs on average are at the counter lines at 64. If batch 32 saturated the busiest line, it is at most {:.0} % busy at 64 yet holds that many CPUs; the model, exponential servers, holds {:.1} with its busiest line {:.0} % busy. The data need either burstier service/arrivals than exponential (correlated walks, a line held across several accesses) or a line capacity that falls when the queue shortens (hand-offs that stay inside a socket while many CPUs wait). Both are outside the code-derived model. The single-patch runs: with every field at its 6.0-rc1 byte offset (struct page_counter is not cache-aligned in 6.0-rc1: usage sits 16 bytes into a line with the limits and css.parent, both xchg'd protection counters share the next line with watermark and parent), (A) fewer atomics is predicted within a few %, but (B) split layout is over-predicted by about 30 %: the model still ranks (B) above (A), the cover letter measured the reverse. Moving the read-mostly fields off the written lines helps less than counting each run of plain loads as one transfer says (several CPUs can share a read copy; locked RMWs serialise), so the load rule over-weights the loads. The offset is config-dependent (lockdep, struct changes). The machine of thread 001 is assumed (memcg-72cpu), so the idle transfer time is too",
-        (cycle(m32.throughput_mbps) - p[0]) / a.walks_per_page / 1e3,
-        (cycle(m64.throughput_mbps) - p[0]) / b.walks_per_page / 1e3,
-        walk_rate(m32.throughput_mbps, a.walks_per_page),
-        walk_rate(m64.throughput_mbps, b.walks_per_page),
-        100.0 * (walk_rate(m64.throughput_mbps, b.walks_per_page) / walk_rate(m32.throughput_mbps, a.walks_per_page) - 1.0),
-        n * (1.0 - p[0] / cycle(m64.throughput_mbps)),
-        100.0 * walk_rate(m64.throughput_mbps, b.walks_per_page) / walk_rate(m32.throughput_mbps, a.walks_per_page),
-        n * (1.0 - p[0] / b.ns_per_page),
-        100.0 * b.line_utilisation,
+        "what is left: the single-patch runs. With every field at its 6.0-rc1 byte offset (struct page_counter is not cache-aligned in 6.0-rc1: usage sits 16 bytes into a line with the limits and css.parent, both xchg'd protection counters share the next line with watermark and parent), (A) fewer atomics is predicted {:+.1} % and (B) split layout {:+.1} %: the model ranks (B) above (A), the cover letter measured the reverse. Moving the read-mostly fields off the written lines helps less than counting each run of plain loads as one transfer says (several CPUs can share a read copy; locked RMWs serialise), so the load rule probably over-weights the loads; the offset is config-dependent (lockdep, struct changes). Transfers are taken as exponential (product form within the analysis). The machine of thread 001 is assumed (memcg-72cpu), so are its idle transfer time and its SMT",
+        err_of("fewer_atomics"),
+        err_of("split_layout"),
     ));
     if !report.converged {
         notes.push(format!(
