@@ -38,8 +38,9 @@
 //!   the mean idle transfer from a random busy CPU on another core,
 //!   [`mean_core_transfer_ns`]; `σ` the free parameter `transfer_scale`).
 //! - **SMT siblings share transfers.** The threads of a core share its L1D: a thread that needs
-//!   a line its sibling is queued for or fetching is served by the same transfer (its miss
-//!   merges into the sibling's; its locked RMW then runs on the core's copy), and the two go on
+//!   a line its sibling is queued for or fetching is served by the same transfer (a load merges
+//!   into the sibling's outstanding miss; a locked RMW is assumed to run on the core's copy
+//!   before the core answers the next core's snoop), and the two go on
 //!   through the rest of the walk together. So a line is a FCFS queue of *cores*, and how much
 //!   work one transfer does grows with the queue: at batch 32 the siblings of the CPUs queued at
 //!   the busiest line are often queued too, at 64 less often. With `a` busy threads per core

@@ -378,7 +378,7 @@ pub fn validate() -> Result<TableValidation> {
     ));
     let (unshared_scale, unshared_gain) = unshared_sensitivity()?;
     notes.push(format!(
-        "SMT siblings share transfers: the two threads of a core share its L1D, so a CPU whose sibling is already queued for (or fetching) a counter line is served by the same transfer, and the two then walk on together. With {:.0} busy threads per core (memcg-72cpu: 2 sockets x 18 cores x SMT2, assumed) a CPU pays {:.0} % fewer transfers at batch 32 and {:.0} % fewer at 64; on the busiest line {:.0} % and {:.0} %. The more CPUs queue at a line, the more often siblings meet there, so the line moves more work per transfer when it is hammered and less when the doubled batch shortens its queue: that is what keeps the gain below the +{:.0} % that unshared transfers give (every CPU paying its own transfers, transfer_scale refitted to {:.2}). The sharing is an approximate mean value analysis (siblings meet independently at their first transfer on a line); tests/memcg_smt.rs checks it against a discrete-event simulation of the same assumptions (throughputs of all five charged runs within 4 %, the gain within 4 points). It rests on the machine: seed 001 gives only '72 CPUs', and a 72-core machine without SMT would give the unshared +{:.0} %",
+        "SMT siblings share transfers: the two threads of a core share its L1D, so a CPU whose sibling is already queued for (or fetching) a counter line is served by the same transfer, and the two then walk on together (a load merges into the sibling's outstanding miss; for a locked RMW it is assumed that the sibling's operation runs on the core's copy before the core answers the next core's snoop). With {:.0} busy threads per core (memcg-72cpu: 2 sockets x 18 cores x SMT2, assumed) a CPU pays {:.0} % fewer transfers at batch 32 and {:.0} % fewer at 64; on the busiest line {:.0} % and {:.0} %. The more CPUs queue at a line, the more often siblings meet there, so the line moves more work per transfer when it is hammered and less when the doubled batch shortens its queue: that is what keeps the gain below the +{:.0} % that unshared transfers give (every CPU paying its own transfers, transfer_scale refitted to {:.2}). The sharing is an approximate mean value analysis (siblings meet independently at their first transfer on a line); tests/memcg_smt.rs checks it against a discrete-event simulation of the same assumptions (throughputs of all five charged runs within 4 %, the gain within 4 points). It rests on the machine: seed 001 gives only '72 CPUs', and a 72-core machine without SMT would give the unshared +{:.0} %",
         model.threads_per_core,
         100.0 * a.sibling_shared,
         100.0 * b.sibling_shared,
@@ -404,6 +404,28 @@ pub fn validate() -> Result<TableValidation> {
         sens.iter()
             .map(|(f, s, g)| format!("{f:.1} -> {g:+.1} % (transfer_scale {s:.2})"))
             .collect::<Vec<_>>()
+            .join(", "),
+    ));
+    let both = fit_001(&model, &PARAM_NAMES[..2], &[32, 64], &[])?;
+    let pb = values(&both);
+    let root_b = model.root_throughput_mbps(&pb)?;
+    notes.push(format!(
+        "the other way round: fitting both parameters to thread 001's two points (batch 32 and 64) gives fixed work {:.0} ns and transfer_scale {:.2}; the root-memcg run, held out then, is predicted at {:.0} Mbit/s (measured {:.0}, {:+.1} %), the single-patch runs at {}",
+        pb[0],
+        pb[1],
+        root_b,
+        root.throughput_mbps,
+        100.0 * (root_b / root.throughput_mbps - 1.0),
+        runs.iter()
+            .filter_map(|r| r.code.map(|c| (r, c)))
+            .map(|(r, c)| {
+                model
+                    .clone()
+                    .with_code(c)
+                    .estimate(&pb, r.batch_pages)
+                    .map(|e| format!("{} {:+.1} %", r.label, 100.0 * (e.throughput_mbps / r.throughput_mbps - 1.0)))
+            })
+            .collect::<Result<Vec<_>>>()?
             .join(", "),
     ));
     let err_of = |key: &str| {
