@@ -100,6 +100,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
 use crate::machine::Machine;
+use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
 
 /// Label for errors about inputs built in code.
 const INPUT: &str = "memcg model";
@@ -738,83 +739,6 @@ pub const PARAM_NAMES: [&str; 3] = [
 /// Parameters held at their defaults unless freed.
 pub const DEFAULT_FIXED: [&str; 1] = ["ack_uncharge_on_sender"];
 
-/// Mean core-to-core transfer time, ns, from a random other CPU when `active_cpus` CPUs spread
-/// evenly over the machine's sockets: SMT siblings at `c2c_smt`, same socket at `c2c_same_llc`
-/// (or `c2c_cross_llc` for the other LLC domains of the socket), other sockets at
-/// `c2c_cross_socket`.
-pub fn mean_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64> {
-    let t = &machine.topology;
-    let sockets = f64::from(t.sockets.value.max(1));
-    let tpc = f64::from(t.threads_per_core.value.max(1));
-    let per_socket_all = f64::from(t.cores_per_socket.value) * tpc;
-    let n = f64::from(active_cpus);
-    if active_cpus < 2 {
-        return Ok(machine.latency_ns.c2c_smt.value);
-    }
-    let per_socket = (n / sockets).min(per_socket_all).max(1.0);
-    let others = n - 1.0;
-    let smt = (tpc - 1.0).min(per_socket - 1.0).max(0.0);
-    let same_socket = (per_socket - 1.0 - smt).max(0.0);
-    let cross = (others - smt - same_socket).max(0.0);
-    let lat = &machine.latency_ns;
-    let same_llc = machine.c2c_over_llc_domains_ns(f64::from(t.llc_domains_per_socket.value));
-    let cross_ns = match &lat.c2c_cross_socket {
-        Some(x) => x.value,
-        None if cross > 0.0 => {
-            return Err(Error::invalid(
-                &machine.name,
-                "latency_ns.c2c_cross_socket",
-                "needed for a multi-socket machine",
-            ))
-        }
-        None => 0.0,
-    };
-    Ok((smt * lat.c2c_smt.value + same_socket * same_llc + cross * cross_ns) / others)
-}
-
-/// Threads per core that run at once when `active_cpus` busy CPUs are spread one per core
-/// first (the scheduler prefers idle cores, `select_idle_core()`), then onto SMT siblings:
-/// `clamp(active / cores, 1, threads per core)`.
-pub fn active_threads_per_core(machine: &Machine, active_cpus: u32) -> f64 {
-    let cores = f64::from(machine.cores().max(1));
-    let tpc = f64::from(machine.topology.threads_per_core.value.max(1));
-    (f64::from(active_cpus) / cores).clamp(1.0, tpc)
-}
-
-/// Mean core-to-core transfer time, ns, of a line moving to a CPU from a random busy CPU on
-/// **another core**, when `active_cpus` CPUs spread evenly over the sockets with
-/// [`active_threads_per_core`] threads on each busy core: same socket at `c2c_same_llc` (or
-/// `c2c_cross_llc` for the other LLC domains), other sockets at `c2c_cross_socket`. SMT
-/// siblings are left out: they share their core's L1D, so a line never moves between them
-/// (see [`MemcgModel::estimate`]). One busy core: `c2c_smt`.
-pub fn mean_core_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64> {
-    let t = &machine.topology;
-    let sockets = f64::from(t.sockets.value.max(1));
-    let per_socket_all = f64::from(t.cores_per_socket.value) * f64::from(t.threads_per_core.value);
-    let n = f64::from(active_cpus);
-    let a = active_threads_per_core(machine, active_cpus);
-    let lat = &machine.latency_ns;
-    if n - a <= 0.0 {
-        return Ok(lat.c2c_smt.value);
-    }
-    let per_socket = (n / sockets).min(per_socket_all).max(a);
-    let same_socket = per_socket - a;
-    let cross = (n - per_socket).max(0.0);
-    let same_llc = machine.c2c_over_llc_domains_ns(f64::from(t.llc_domains_per_socket.value));
-    let cross_ns = match &lat.c2c_cross_socket {
-        Some(x) => x.value,
-        None if cross > 0.0 => {
-            return Err(Error::invalid(
-                &machine.name,
-                "latency_ns.c2c_cross_socket",
-                "needed for a multi-socket machine",
-            ))
-        }
-        None => 0.0,
-    };
-    Ok((same_socket * same_llc + cross * cross_ns) / (same_socket + cross))
-}
-
 /// The memcg charge model of one machine and workload shape.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemcgModel {
@@ -1139,107 +1063,6 @@ impl MemcgModel {
     }
 }
 
-/// One kind of transfer sequence a CPU role runs: how often per payload page, and its
-/// transfers in program order (line indices).
-struct Episode<'a> {
-    rate: f64,
-    visits: &'a [usize],
-}
-
-/// What [`shared_mva`] returns, per payload page of one CPU (mean over the roles) at `N`.
-struct SharedSolution {
-    /// Time at each line (waiting and transfers), ns.
-    resp: Vec<f64>,
-    /// Transfers this CPU pays at each line (a shared transfer counts half to each sibling), ns.
-    service: Vec<f64>,
-    /// Throughput at `N − 1` CPUs, payload pages per ns, all CPUs (for the arrival theorem).
-    x_prev: f64,
-}
-
-/// Approximate mean value analysis of the counter lines when SMT siblings share transfers.
-///
-/// Closed network of `n_cpus` CPUs, `a` busy threads per core, a delay of `think_ns` per
-/// payload page and FCFS exponential stations (the lines) whose service is one transfer of
-/// `x_ns` to a core. Each role (the same number of CPUs each) runs its episodes (walks,
-/// flushes) at their rates per payload page, each a sequence of transfers.
-///
-/// The siblings of a core share its L1D: a thread that needs a line which its sibling is
-/// waiting for or fetching is served by the same transfer (its request merges into the
-/// sibling's; a locked RMW then runs on the core's copy). After that the two go through the
-/// rest of the sequence together, one transfer per step for both. Equations, per population
-/// `n` and line `l` (`Q_l` CPUs and `G_l` transfers-in-progress-or-queued at the line, from
-/// population `n − 1`, arrival theorem):
-/// - at the first transfer of a sequence on line `l`, not yet paired: the sibling is there
-///   with `p_l = 1 − (1 − Q_l/(n−1))^(a−1)` (independence); the response is then half the
-///   full one (it joins at a random place), else `R_l = x (1 + G_l)`;
-/// - paired earlier in the sequence: response `R_l`, half a transfer paid;
-/// - `X(n) = n / (Z + Σ_l resp_l)`, `Q_l = X resp_l`, `G_l = X units_l` where a paired CPU
-///   counts half a place in the queue.
-///
-/// With `a = 1` (no SMT, or fewer busy CPUs than cores) it is exact MVA (product form). A
-/// discrete-event simulation of the same assumptions checks it (`tests/memcg_smt.rs`).
-fn shared_mva(
-    n_cpus: u32,
-    a: f64,
-    think_ns: f64,
-    x_ns: f64,
-    roles: &[Vec<Episode>],
-    n_lines: usize,
-) -> SharedSolution {
-    let k = roles.len().max(1) as f64;
-    let mut q = vec![0.0; n_lines];
-    let mut g = vec![0.0; n_lines];
-    let mut resp = vec![0.0; n_lines];
-    let mut service = vec![0.0; n_lines];
-    let mut x = 0.0;
-    let mut x_prev = 0.0;
-    let mut seen = vec![false; n_lines];
-    for n in 1..=n_cpus {
-        resp.iter_mut().for_each(|v| *v = 0.0);
-        service.iter_mut().for_each(|v| *v = 0.0);
-        let mut units = vec![0.0; n_lines];
-        let others = f64::from(n - 1);
-        for ep in roles.iter().flatten().filter(|e| e.rate > 0.0) {
-            seen.iter_mut().for_each(|v| *v = false);
-            let mut single = 1.0;
-            for &l in ep.visits {
-                let full = x_ns * (1.0 + g[l]);
-                let mut joins = 0.0;
-                if !seen[l] {
-                    seen[l] = true;
-                    if n > 1 && a > 1.0 {
-                        let there = (q[l] / others).clamp(0.0, 1.0);
-                        joins = single * (1.0 - (1.0 - there).powf(a - 1.0));
-                        single -= joins;
-                    }
-                }
-                let paired = 1.0 - single - joins;
-                resp[l] += ep.rate * (joins * 0.5 * full + (1.0 - joins) * full);
-                units[l] += ep.rate * (paired * 0.5 * full + single * full);
-                service[l] += ep.rate * x_ns * (paired * 0.5 + single);
-            }
-        }
-        for v in resp
-            .iter_mut()
-            .chain(service.iter_mut())
-            .chain(units.iter_mut())
-        {
-            *v /= k;
-        }
-        x_prev = x;
-        x = f64::from(n) / (think_ns + resp.iter().sum::<f64>());
-        for l in 0..n_lines {
-            q[l] = x * resp[l];
-            g[l] = x * units[l];
-        }
-    }
-    SharedSolution {
-        resp,
-        service,
-        x_prev,
-    }
-}
-
 /// Checks the parameters: three, time and scale finite and > 0, the fraction in 0..=1.
 fn check_params(params: &[f64]) -> Result<[f64; 3]> {
     let v = match params {
@@ -1331,19 +1154,6 @@ mod tests {
         }
         let limit = 1e9 / 1000.0 * PAGE_BYTES * 8.0 / 1e6;
         assert!(last < limit && last > 0.9 * limit);
-    }
-
-    #[test]
-    fn transfer_mix_between_smt_and_cross_socket() {
-        let m = Machine::builtin("memcg-72cpu").unwrap();
-        let x = mean_transfer_ns(&m, 72).unwrap();
-        assert!(x > 47.0 && x < 125.0, "{x}");
-        // Between cores only: no SMT sibling in the mix, so a little slower.
-        let c = mean_core_transfer_ns(&m, 72).unwrap();
-        assert!(c > x && c < 125.0, "{c}");
-        assert_eq!(active_threads_per_core(&m, 72), 2.0);
-        assert_eq!(active_threads_per_core(&m, 36), 1.0);
-        assert_eq!(active_threads_per_core(&m, 1000), 2.0);
     }
 }
 
@@ -1550,41 +1360,5 @@ mod line_tests {
         approx::assert_relative_eq!(r, 21694.8, max_relative = 1e-4);
         let e = model.estimate(&[1510.4, 1.0, 0.0], 1 << 20).unwrap();
         assert!(e.throughput_mbps <= r && e.throughput_mbps > 0.99 * r);
-    }
-
-    #[test]
-    fn mva_of_one_station_is_the_machine_repairman() {
-        // One thread per core: exact MVA. One line visited once per episode, episode rate 1.
-        let seq = [0usize];
-        let roles = vec![vec![Episode {
-            rate: 1.0,
-            visits: &seq,
-        }]];
-        let s = shared_mva(8, 1.0, 100.0, 20.0, &roles, 1);
-        let mr = crate::model::lock::machine_repairman(8, 100.0, 20.0).unwrap();
-        approx::assert_relative_eq!(s.resp[0], mr.response_ns_mean, max_relative = 1e-9);
-        approx::assert_relative_eq!(s.service[0], 20.0, max_relative = 1e-12);
-    }
-
-    #[test]
-    fn siblings_share_only_when_queued_together() {
-        // Two threads per core: at light load almost nothing is shared; at most a CPU joins its
-        // sibling's first transfer (pays none) and pays half of the other two (floor 20 of 60);
-        // a single CPU never shares.
-        let seq = [0usize, 0, 0];
-        let roles = vec![vec![Episode {
-            rate: 1.0,
-            visits: &seq,
-        }]];
-        let light = shared_mva(8, 2.0, 1e6, 20.0, &roles, 1);
-        assert!(light.service[0] > 0.999 * 60.0, "{}", light.service[0]);
-        let heavy = shared_mva(64, 2.0, 100.0, 20.0, &roles, 1);
-        assert!(
-            heavy.service[0] < 0.9 * 60.0 && heavy.service[0] >= 20.0,
-            "{}",
-            heavy.service[0]
-        );
-        let one = shared_mva(1, 2.0, 100.0, 20.0, &roles, 1);
-        approx::assert_relative_eq!(one.resp[0], 60.0, max_relative = 1e-12);
     }
 }

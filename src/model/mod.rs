@@ -8,8 +8,10 @@
 //!   rmqueue_bulk() latency histogram.
 //! - [`lock`]: the zone->lock queue (finite-source FIFO spinlock): mean wait, utilisation,
 //!   throughput, and the full distribution of time spent in one lock request.
+//! - [`lines`]: contended cache lines: transfers between cores, shared by SMT siblings, and the
+//!   approximate MVA of a closed network of such lines.
 //! - [`memcg`]: memcg charge batching (thread 001): the per-CPU charge stock and the contended
-//!   page_counter lines of the cgroup hierarchy, each a finite-source queue; netperf throughput.
+//!   page_counter lines of the cgroup hierarchy ([`lines`]); netperf throughput.
 //! - [`vmstat`]: NUMA event counters on the allocation path (thread 002): per-CPU increments,
 //!   folds into shared counters, SMT sharing; page_bench cycles per page with vm.numa_stat on/off.
 //! - [`highorder`]: high-order pages on PCP lists (thread 003): zone->lock traffic of 64 KiB
@@ -20,6 +22,7 @@
 
 pub mod cache;
 pub mod highorder;
+pub mod lines;
 pub mod lock;
 pub mod memcg;
 pub mod netperf;

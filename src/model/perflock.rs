@@ -45,7 +45,7 @@
 //! # Assumptions and validity
 //! - Costs are assumed from the work each handler does (no measurement of the tool on the
 //!   thread's machine exists); the shared-entry transfer is the machine file's mean
-//!   core-to-core latency ([`crate::model::memcg::mean_transfer_ns`] over all CPUs).
+//!   core-to-core latency ([`crate::model::lines::mean_transfer_ns`] over all CPUs).
 //! - The tracepoint placement holds for the generic qspinlock (x86, arm64) from 5.19; other
 //!   spinlock implementations place them differently (powerpc traces on entry).
 //! - The probe's effect matters only when a good share of acquisitions are traced; at low
@@ -62,8 +62,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::machine::Machine;
+use crate::model::lines::mean_transfer_ns;
 use crate::model::lock::{HoldAtom, HoldDist, LockQueue, LockSolution};
-use crate::model::memcg::mean_transfer_ns;
 
 /// perf counts acquisitions that find at least this many CPUs at the lock (holder included).
 pub const TRACED_MIN_AHEAD: usize = 2;

@@ -25,7 +25,7 @@
 //! frequency. A fold does one atomic on the zone's counter line (shared by the node's CPUs) and
 //! one on the global line (all CPUs); each line is a finite-source FIFO queue
 //! ([`crate::model::lock::machine_repairman`]) whose service is a core-to-core transfer
-//! ([`crate::model::memcg::mean_transfer_ns`]) and whose think time is the CPU's time between
+//! ([`crate::model::lines::mean_transfer_ns`]) and whose think time is the CPU's time between
 //! folds, iterated to a fixed point.
 //!
 //! page_bench alloc+free of order-0 pages never touches zone->lock: the freed page returns to
@@ -51,8 +51,8 @@ use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
 use crate::kernel::version::KernelVersion;
 use crate::machine::Machine;
+use crate::model::lines::mean_transfer_ns;
 use crate::model::lock::machine_repairman;
-use crate::model::memcg::mean_transfer_ns;
 
 const INPUT: &str = "numa-stat model";
 
