@@ -23,10 +23,11 @@
 //! counter increment with its branches), `g` (throughput gain of a second SMT thread on this code)
 //! are fitted; `e = 2` events per local allocation, `T` the kernel's threshold, `f_cyc` the TSC
 //! frequency. A fold does one atomic on the zone's counter line (shared by the node's CPUs) and
-//! one on the global line (all CPUs); each line is a finite-source FIFO queue
-//! ([`crate::model::lock::machine_repairman`]) whose service is a core-to-core transfer
-//! ([`crate::model::lines::mean_transfer_ns`]) and whose think time is the CPU's time between
-//! folds, iterated to a fixed point.
+//! one on the global line (all CPUs); each line is a finite-source FIFO queue of cores whose
+//! service is a transfer between cores ([`crate::model::lines::mean_core_transfer_ns`]),
+//! shared by SMT siblings queued together ([`crate::model::lines::shared_mva`]; exact
+//! machine-repairman with one busy thread per core), and whose think time is the CPU's time
+//! between folds, iterated to a fixed point.
 //!
 //! page_bench alloc+free of order-0 pages never touches zone->lock: the freed page returns to
 //! the PCP list it came from, so `pcp->count` does not move and no refill or drain happens.
@@ -51,8 +52,7 @@ use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
 use crate::kernel::version::KernelVersion;
 use crate::machine::Machine;
-use crate::model::lines::mean_transfer_ns;
-use crate::model::lock::machine_repairman;
+use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
 
 const INPUT: &str = "numa-stat model";
 
@@ -203,7 +203,13 @@ impl NumaStatModel {
         let mut fold_c = 0.0;
         let mut u_global = 0.0;
         if numa_stat {
-            let tx = mean_transfer_ns(&self.machine_file, threads)?;
+            let tx = mean_core_transfer_ns(&self.machine_file, threads)?;
+            let a = active_threads_per_core(&self.machine_file, threads);
+            let one_visit = [0usize];
+            let fold = [vec![Episode {
+                rate: 1.0,
+                visits: &one_visit,
+            }]];
             let per_node = threads.div_ceil(self.nodes).max(1);
             // Events between folds of one item per CPU = T; with e items, a fold every T/e
             // allocations... each item folds every T of its own events = every T allocations.
@@ -212,10 +218,10 @@ impl NumaStatModel {
             for _ in 0..200 {
                 let cycle_ns = (base_c + local_c) / self.tsc_ghz + fold_ns / allocs_between_folds;
                 let z = allocs_between_folds * cycle_ns;
-                let zone = machine_repairman(per_node, z + fold_ns / 2.0, tx)?;
-                let glob = machine_repairman(threads, z + fold_ns / 2.0, tx)?;
-                u_global = glob.utilisation;
-                let new = zone.response_ns_mean + glob.response_ns_mean;
+                let zone = shared_mva(per_node, a, z + fold_ns / 2.0, tx, &fold, 1);
+                let glob = shared_mva(threads, a, z + fold_ns / 2.0, tx, &fold, 1);
+                u_global = glob.x * glob.service[0];
+                let new = zone.resp[0] + glob.resp[0];
                 let done = (new - fold_ns).abs() <= 1e-10 * new;
                 fold_ns = 0.5 * (fold_ns + new);
                 if done {
