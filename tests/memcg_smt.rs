@@ -9,7 +9,7 @@
 //!   request and is served by the same transfer.
 //!
 //! The simulation pairs CPUs into cores; without SMT every CPU is its own core and the analysis
-//! is exact MVA.
+//! is exact MVA. A property test checks the analysis's invariants on random networks.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -231,5 +231,43 @@ fn sharing_grows_with_the_queue() {
             .lines
             .iter()
             .all(|l| (0.0..=0.5).contains(&l.sibling_shared)));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// For any network of lines: sharing never slows the CPUs down, a line is never more than
+    /// fully busy, a CPU pays at least half of every transfer after its first on a line, and
+    /// with one thread per core the analysis is the same as without SMT.
+    #[test]
+    fn shared_mva_invariants(
+        n in 1u32..200,
+        think in 1.0f64..1e5,
+        x in 1.0f64..500.0,
+        seq in proptest::collection::vec(0usize..4, 1..20),
+        rate in 0.01f64..2.0,
+    ) {
+        use pcpmodel::model::lines::{shared_mva, Episode};
+        let roles = vec![vec![Episode { rate, visits: &seq }]];
+        let one = shared_mva(n, 1.0, think, x, &roles, 4);
+        let two = shared_mva(n, 2.0, think, x, &roles, 4);
+        proptest::prop_assert!(two.x >= one.x * (1.0 - 1e-9), "{} < {}", two.x, one.x);
+        for s in [&one, &two] {
+            for l in 0..4 {
+                let visits = seq.iter().filter(|v| **v == l).count() as f64;
+                let u = s.x * s.service[l];
+                proptest::prop_assert!(u <= 1.0 + 1e-9, "line {l} busy {u}");
+                proptest::prop_assert!(s.resp[l] >= s.service[l] * (1.0 - 1e-9));
+                if visits > 0.0 {
+                    let floor = rate * x * (visits - 1.0) / 2.0;
+                    proptest::prop_assert!(s.service[l] >= floor * (1.0 - 1e-9));
+                }
+            }
+        }
+        for l in 0..4 {
+            let visits = seq.iter().filter(|v| **v == l).count() as f64;
+            proptest::prop_assert!((one.service[l] - rate * x * visits).abs() <= 1e-9 * (1.0 + rate * x * visits));
+        }
     }
 }

@@ -986,7 +986,7 @@ impl MemcgModel {
                     (0.0, 0.0, l.transfers_per_walk)
                 };
                 let shared = if transfers[i] > 0.0 {
-                    1.0 - sol.service[i] / (x * transfers[i])
+                    (1.0 - sol.service[i] / (x * transfers[i])).max(0.0)
                 } else {
                     0.0
                 };
@@ -1016,7 +1016,7 @@ impl MemcgModel {
         };
         let all_transfers: f64 = transfers.iter().sum();
         let sibling_shared = if all_transfers > 0.0 {
-            1.0 - total_d / (x * all_transfers)
+            (1.0 - total_d / (x * all_transfers)).max(0.0)
         } else {
             0.0
         };
