@@ -97,6 +97,17 @@ pub enum Command {
     /// zone->lock: latency vs throughput for CONFIG_PCP_BATCH_SCALE_MAX 0..6.
     ScaleMax(zonelock::ScaleMaxArgs),
     /// memcg charge batching: throughput vs MEMCG_CHARGE_BATCH.
+    ///
+    /// netperf TCP_SENDFILE over loopback in a cgroup hierarchy (thread 001's workload): the
+    /// 6.0 per-CPU charge stock replayed to count hierarchy walks per payload page, each walk's
+    /// transfers on the page_counter cache lines, and those lines as queues of cores (SMT
+    /// siblings queued at the same line share one transfer). Parameters: fixed work from the
+    /// root-memcg run, transfer_scale fitted to 6.0-rc1 at batch 32 (thread 001).
+    ///
+    /// Columns: throughput per instance (Mbit/s); gain over half the batch (%); counter-line
+    /// ns per payload page (transfers + waiting); utilisation of the busiest line; share of
+    /// transfers SMT siblings shared (%). `predict --workload memcg-netperf` gives one batch with
+    /// every line.
     Memcg(allocpath::MemcgArgs),
     /// Draw a figure as SVG.
     Plot(plot::Args),
