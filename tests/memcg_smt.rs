@@ -211,13 +211,8 @@ fn sharing_grows_with_the_queue() {
     let m = t001::model_001().unwrap();
     let a = m.estimate(&p, 32).unwrap();
     let b = m.estimate(&p, 64).unwrap();
-    let busiest = |e: &pcpmodel::model::memcg::MemcgEstimate| {
-        e.lines
-            .iter()
-            .max_by(|x, y| x.utilisation.total_cmp(&y.utilisation))
-            .unwrap()
-            .sibling_shared
-    };
+    let busiest =
+        |e: &pcpmodel::model::memcg::MemcgEstimate| e.busiest_line().unwrap().sibling_shared;
     assert!(
         busiest(&a) > busiest(&b) + 0.05,
         "{} {}",

@@ -38,20 +38,7 @@ pub fn mean_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64> {
     let smt = (tpc - 1.0).min(per_socket - 1.0).max(0.0);
     let same_socket = (per_socket - 1.0 - smt).max(0.0);
     let cross = (others - smt - same_socket).max(0.0);
-    let lat = &machine.latency_ns;
-    let same_llc = machine.c2c_over_llc_domains_ns(f64::from(t.llc_domains_per_socket.value));
-    let cross_ns = match &lat.c2c_cross_socket {
-        Some(x) => x.value,
-        None if cross > 0.0 => {
-            return Err(Error::invalid(
-                &machine.name,
-                "latency_ns.c2c_cross_socket",
-                "needed for a multi-socket machine",
-            ))
-        }
-        None => 0.0,
-    };
-    Ok((smt * lat.c2c_smt.value + same_socket * same_llc + cross * cross_ns) / others)
+    weighted_transfer_ns(machine, smt, same_socket, cross)
 }
 
 /// Threads per core that run at once when `active_cpus` busy CPUs are spread one per core
@@ -82,6 +69,15 @@ pub fn mean_core_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64>
     let per_socket = (n / sockets).min(per_socket_all).max(a);
     let same_socket = per_socket - a;
     let cross = (n - per_socket).max(0.0);
+    weighted_transfer_ns(machine, 0.0, same_socket, cross)
+}
+
+/// Mean transfer, ns, from `smt` SMT siblings (`c2c_smt`), `same_socket` CPUs of the same
+/// socket (`c2c_same_llc`, or `c2c_cross_llc` for the socket's other LLC domains) and `cross`
+/// CPUs of other sockets (`c2c_cross_socket`, an error if the machine file lacks it).
+fn weighted_transfer_ns(machine: &Machine, smt: f64, same_socket: f64, cross: f64) -> Result<f64> {
+    let t = &machine.topology;
+    let lat = &machine.latency_ns;
     let same_llc = machine.c2c_over_llc_domains_ns(f64::from(t.llc_domains_per_socket.value));
     let cross_ns = match &lat.c2c_cross_socket {
         Some(x) => x.value,
@@ -94,7 +90,10 @@ pub fn mean_core_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64>
         }
         None => 0.0,
     };
-    Ok((same_socket * same_llc + cross * cross_ns) / (same_socket + cross))
+    Ok(
+        (smt * lat.c2c_smt.value + same_socket * same_llc + cross * cross_ns)
+            / (smt + same_socket + cross),
+    )
 }
 
 /// One kind of transfer sequence a CPU role runs: how often per unit of work, and its
@@ -156,11 +155,12 @@ pub fn shared_mva(
     let mut service = vec![0.0; n_lines];
     let mut x = 0.0;
     let mut x_prev = 0.0;
+    let mut units = vec![0.0; n_lines];
     let mut seen = vec![false; n_lines];
     for n in 1..=n_cpus {
         resp.iter_mut().for_each(|v| *v = 0.0);
         service.iter_mut().for_each(|v| *v = 0.0);
-        let mut units = vec![0.0; n_lines];
+        units.iter_mut().for_each(|v| *v = 0.0);
         let others = f64::from(n - 1);
         for ep in roles.iter().flatten().filter(|e| e.rate > 0.0) {
             seen.iter_mut().for_each(|v| *v = false);

@@ -828,6 +828,22 @@ pub struct MemcgEstimate {
     pub lines: Vec<LineEstimate>,
 }
 
+/// Index of the busiest line (highest utilisation); `None` when there are no lines.
+fn busiest_index(lines: &[LineEstimate]) -> Option<usize> {
+    lines
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.utilisation.total_cmp(&b.1.utilisation))
+        .map(|(i, _)| i)
+}
+
+impl MemcgEstimate {
+    /// The busiest line (highest utilisation), the one `line_*` describe.
+    pub fn busiest_line(&self) -> Option<&LineEstimate> {
+        busiest_index(&self.lines).map(|i| &self.lines[i])
+    }
+}
+
 impl MemcgModel {
     /// Builds the model: `instances` netperf pairs on `machine`, `cgroup_depth` levels, 6.0-rc1
     /// page_counter code, thread 001's flow.
@@ -1000,11 +1016,7 @@ impl MemcgModel {
                 }
             })
             .collect();
-        let busiest = lines
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.utilisation.total_cmp(&b.1.utilisation))
-            .map(|(i, _)| i);
+        let busiest = busiest_index(&lines);
         let (ls, lr, lu, lp) = match busiest {
             Some(i) => (
                 lines[i].service_ns,

@@ -324,21 +324,15 @@ pub fn validate() -> Result<TableValidation> {
             how_d.clone(),
         ));
     }
-    let busiest = a
-        .lines
-        .iter()
-        .max_by(|x, y| x.utilisation.total_cmp(&y.utilisation))
-        .map_or("-".to_string(), |l| l.name.clone());
+    let busiest = a.busiest_line();
+    let busiest_name = busiest.map_or("-", |l| l.name.as_str());
     let cross_ns = Machine::builtin("memcg-72cpu")?
         .latency_ns
         .c2c_cross_socket
         .map_or(f64::NAN, |x| x.value);
     notes.push(format!(
-        "derivation (6.0-rc1 code, heavy contention): the busiest line is the '{busiest}' line, {:.1} transfers per visit; each CPU walks the hierarchy {:.4} times per payload page at batch 32. At the machine file's idle transfer ({:.0} ns mean; {:.0} ns cross-socket) the lines are {:.0} % busy and the model gives {:.0} Mbit/s at batch 32 (measured {:.0}) and {:+.1} % for batch 64: {}",
-        a.lines
-            .iter()
-            .max_by(|x, y| x.utilisation.total_cmp(&y.utilisation))
-            .map_or(0.0, |l| l.transfers_per_walk),
+        "derivation (6.0-rc1 code, heavy contention): the busiest line is the '{busiest_name}' line, {:.1} transfers per visit; each CPU walks the hierarchy {:.4} times per payload page at batch 32. At the machine file's idle transfer ({:.0} ns mean; {:.0} ns cross-socket) the lines are {:.0} % busy and the model gives {:.0} Mbit/s at batch 32 (measured {:.0}) and {:+.1} % for batch 64: {}",
+        busiest.map_or(0.0, |l| l.transfers_per_walk),
         a.walks_per_page,
         model.transfer_ns,
         cross_ns,
@@ -355,12 +349,8 @@ pub fn validate() -> Result<TableValidation> {
             "the code-derived traffic alone does not saturate the counters at batch 32".to_string()
         }
     ));
-    let busiest_of = |e: &crate::model::memcg::MemcgEstimate| {
-        e.lines
-            .iter()
-            .max_by(|x, y| x.utilisation.total_cmp(&y.utilisation))
-            .map_or(0.0, |l| l.sibling_shared)
-    };
+    let busiest_of =
+        |e: &crate::model::memcg::MemcgEstimate| e.busiest_line().map_or(0.0, |l| l.sibling_shared);
     notes.push(format!(
         "calibrated: the measured batch-32 throughput needs a transfer on the hammered lines to cost {:.2}x the idle mean between cores ({:.0} ns, {:.1}x the cross-socket latency): the busiest line is then {:.0} % busy at batch 32 and {:.0} % at 64. Held out, batch 64 is predicted at {gain:+.1} % (measured {measured_gain:+.1} %, {:+.1} points; the issue asks for ±6): {}. The single-patch runs: {}",
         p[1],
