@@ -91,8 +91,25 @@ pub struct OptimalHigh {
     pub within_1pct_pages: [u32; 2],
     /// Whether every high in that range is within 1 %.
     pub within_1pct_contiguous: bool,
-    /// 95 % interval of the argmax, pages.
+    /// 95 % interval of the argmax, pages. Always contains `optimal_high_pages`: the sampled
+    /// optima's 2.5th..97.5th percentiles, widened to the estimate when the samples all fall on
+    /// one side of it, and to the plateau when there is one (see `notes`).
     pub ci95_pages: [u32; 2],
+    /// Smallest and largest high whose throughput is within [`PLATEAU_TOLERANCE`] of the best,
+    /// pages: settings the model cannot rank against the optimum.
+    pub plateau_pages: [u32; 2],
+    /// Whether that range spans more than a factor [`PLATEAU_SPAN`]: the argmax is then decided by
+    /// differences below the model's precision, and the 1 % range is the answer to read.
+    pub plateau: bool,
+    /// Where the optimum sits against the swept range: `interior`, `upper_edge` (the best value
+    /// is the most the sysctl can set), `range_reaches_upper_edge` (the 1 % range does) or
+    /// `lower_edge` (0: bypass).
+    pub sweep_edge: String,
+    /// Memory the optimum holds on one CPU's list, MiB (pages × 4 KiB).
+    pub memory_per_cpu_mib: f64,
+    /// The same on every CPU of the machine, MiB (an upper bound: a list fills to high only on
+    /// CPUs that free more than they allocate).
+    pub memory_all_cpus_mib: f64,
     /// Parameter samples behind the interval.
     pub ci_samples: usize,
     /// The kernel's default high for this flow, pages.
@@ -112,6 +129,15 @@ pub struct OptimalHigh {
     /// Notes for people.
     pub notes: Vec<String>,
 }
+
+/// Throughput differences below this fraction of the best are treated as ties when describing the
+/// optimum (0.1 %): well below the model's fitted error on thread 004 (1-2 % relative RMS), so
+/// settings within it cannot be ranked. Presentation threshold, not a model constant.
+pub const PLATEAU_TOLERANCE: f64 = 0.001;
+
+/// A tie range ([`PLATEAU_TOLERANCE`]) wider than this factor (largest / smallest high) makes the
+/// optimum a plateau: the argmax inside it carries no information.
+pub const PLATEAU_SPAN: f64 = 1.5;
 
 /// Relative standard deviation given to a latency by its provenance kind (see the module docs):
 /// `measured`, `spec`, `detected` 5 %; `derived` 10 %; `seed` (a thread's approximate statement)
@@ -174,7 +200,46 @@ fn throughput(model: &NetperfModel, p: &[f64], high: u32) -> f64 {
 
 /// Exhaustive sweep of 0..=`limit` in steps of 1.
 pub fn sweep(model: &NetperfModel, p: &[f64], limit: u32) -> Option<Argmax> {
-    sweep_argmax(0, limit, 0.01, |h| throughput(model, p, h))
+    sweep_with_tolerance(model, p, limit, 0.01)
+}
+
+/// [`sweep`] with the range reported at relative `tolerance` of the best.
+fn sweep_with_tolerance(
+    model: &NetperfModel,
+    p: &[f64],
+    limit: u32,
+    tolerance: f64,
+) -> Option<Argmax> {
+    sweep_argmax(0, limit, tolerance, |h| throughput(model, p, h))
+}
+
+/// The 95 % interval of the optimum from the sampled optima's percentiles `sampled`, made to
+/// contain the estimate `best` and, on a plateau, the whole tie range; with the reasons it was
+/// widened, for the notes.
+fn optimum_interval(
+    sampled: [f64; 2],
+    best: u32,
+    plateau: Option<(u32, u32)>,
+) -> ([u32; 2], Vec<String>) {
+    let mut ci = [sampled[0].floor() as u32, sampled[1].ceil() as u32];
+    let mut why = Vec::new();
+    if best < ci[0] || best > ci[1] {
+        why.push(format!(
+            "the sampled optima's 95 % range ({}-{} pages) lies to one side of the estimate {best}: the samples perturb latencies and parameters around values whose optimum is the estimate, so the interval is widened to include it",
+            ci[0], ci[1]
+        ));
+        ci = [ci[0].min(best), ci[1].max(best)];
+    }
+    if let Some((lo, hi)) = plateau {
+        if lo < ci[0] || hi > ci[1] {
+            why.push(format!(
+                "plateau: every pcp->high from {lo} to {hi} pages is within {} % of the best, below what the model can rank, so the interval covers it; read the 1 % range",
+                100.0 * PLATEAU_TOLERANCE
+            ));
+            ci = [ci[0].min(lo), ci[1].max(hi)];
+        }
+    }
+    (ci, why)
 }
 
 /// The sysctl value whose resulting high is closest to `target`.
@@ -303,6 +368,9 @@ pub fn optimal_high(
     let argmaxes: Vec<f64> = optima.iter().flatten().map(|x| f64::from(x.0)).collect();
     let lo = percentile(&argmaxes, 2.5).unwrap_or(f64::from(a.best_x));
     let hi = percentile(&argmaxes, 97.5).unwrap_or(f64::from(a.best_x));
+    let ties = sweep_with_tolerance(&model, &p, limit, PLATEAU_TOLERANCE).unwrap_or(a.clone());
+    let plateau = f64::from(ties.within.1) > PLATEAU_SPAN * f64::from(ties.within.0.max(1));
+    let (ci95, ci_notes) = optimum_interval([lo, hi], a.best_x, plateau.then_some(ties.within));
     // Curve on a log grid with its band.
     let mut grid: Vec<u32> = vec![0];
     for i in 0..=120 {
@@ -353,6 +421,37 @@ pub fn optimal_high(
             "on >= 5.18 a CPU that frees high-order pages without allocating can take the free_high path, which drains its whole list on every free whatever pcp->high is (thread 004's regression): the advice assumes the consumer allocates between drains, as the thread-004 calibration found".to_string(),
         );
     }
+    notes.extend(ci_notes);
+    let page_mib = crate::machine::PAGE_BYTES as f64 / (1024.0 * 1024.0);
+    let memory_per_cpu_mib = f64::from(a.best_x) * page_mib;
+    let memory_all_cpus_mib = memory_per_cpu_mib * f64::from(machine.cpus());
+    let sweep_edge = if a.best_x == 0 {
+        "lower_edge"
+    } else if a.best_x >= limit {
+        "upper_edge"
+    } else if a.within.1 >= limit {
+        "range_reaches_upper_edge"
+    } else {
+        "interior"
+    };
+    match sweep_edge {
+        "upper_edge" => notes.push(format!(
+            "the optimum is at the sweep's upper edge ({} of at most {limit} pages, the most vm.percpu_pagelist_high_fraction can set): the model would take more if the kernel allowed it. It costs {:.1} MiB per CPU, {:.0} MiB if all {} CPUs held that much",
+            a.best_x,
+            memory_per_cpu_mib,
+            memory_all_cpus_mib,
+            machine.cpus()
+        )),
+        "range_reaches_upper_edge" => notes.push(format!(
+            "the 1 % range reaches the sweep's upper edge ({limit} pages, the most vm.percpu_pagelist_high_fraction can set): anything from {} pages up is within 1 %, and more only costs memory ({:.1} MiB per CPU at the edge)",
+            a.within.0,
+            f64::from(limit) * page_mib
+        )),
+        "lower_edge" => notes.push(
+            "the optimum is pcp->high = 0: the list is bypassed and every free goes to the buddy allocator".to_string(),
+        ),
+        _ => {}
+    }
     if argmaxes.len() < samples {
         notes.push(format!(
             "{} of {samples} parameter samples gave no finite optimum",
@@ -368,7 +467,12 @@ pub fn optimal_high(
         optimal_throughput_ops_per_s: a.best_score,
         within_1pct_pages: [a.within.0, a.within.1],
         within_1pct_contiguous: a.within_is_contiguous,
-        ci95_pages: [lo.floor() as u32, hi.ceil() as u32],
+        ci95_pages: ci95,
+        plateau_pages: [ties.within.0, ties.within.1],
+        plateau,
+        sweep_edge: sweep_edge.to_string(),
+        memory_per_cpu_mib,
+        memory_all_cpus_mib,
         ci_samples: argmaxes.len(),
         kernel_default_high_pages: default_high,
         kernel_default_loss_pct: default_loss,
@@ -379,4 +483,27 @@ pub fn optimal_high(
         curve,
         notes,
     })
+}
+
+#[cfg(test)]
+mod interval_tests {
+    use super::optimum_interval;
+
+    #[test]
+    fn interval_always_contains_the_estimate() {
+        // A2: one sample whose optimum lies above the estimate.
+        let (ci, why) = optimum_interval([3133.0, 3133.0], 2176, None);
+        assert_eq!(ci, [2176, 3133]);
+        assert_eq!(why.len(), 1);
+        let (ci, why) = optimum_interval([900.0, 1100.0], 978, None);
+        assert_eq!(ci, [900, 1100]);
+        assert!(why.is_empty());
+    }
+
+    #[test]
+    fn plateau_widens_the_interval_to_the_ties() {
+        let (ci, why) = optimum_interval([967.0, 983.0], 978, Some((700, 2079)));
+        assert_eq!(ci, [700, 2079]);
+        assert_eq!(why.len(), 1);
+    }
 }

@@ -110,18 +110,37 @@ impl Table {
         out
     }
 
-    /// Renders as CSV with a header row.
+    /// Renders as CSV with a header row, for machines: columns drawn for people (an ASCII bar
+    /// chart, [`PEOPLE_ONLY_COLUMNS`]) are left out and a missing value ("-" in the text table)
+    /// is an empty field.
     pub fn render_csv(&self) -> String {
+        let keep: Vec<bool> = self
+            .columns
+            .iter()
+            .map(|c| !PEOPLE_ONLY_COLUMNS.contains(&c.as_str()))
+            .collect();
+        let pick = |cells: &[String]| -> Vec<String> {
+            cells
+                .iter()
+                .zip(keep.iter().chain(std::iter::repeat(&true)))
+                .filter(|(_, k)| **k)
+                .map(|(c, _)| if c == "-" { String::new() } else { c.clone() })
+                .collect()
+        };
         let mut w = csv::Writer::from_writer(Vec::new());
         // Writing to a Vec cannot fail; a malformed row (wrong length) is written as it is.
-        let _ = w.write_record(&self.columns);
+        let _ = w.write_record(pick(&self.columns));
         for r in &self.rows {
-            let _ = w.write_record(r);
+            let _ = w.write_record(pick(r));
         }
         let _ = w.flush();
         String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
     }
 }
+
+/// Column headers of text tables that are drawings for people (bar charts), not data: CSV output
+/// leaves them out.
+pub const PEOPLE_ONLY_COLUMNS: &[&str] = &["distribution", "bar"];
 
 fn looks_numeric(s: &str) -> bool {
     let t = s.trim_start_matches(['+', '-', '~']);
@@ -211,6 +230,13 @@ mod tests {
         assert_eq!(t.rows.len(), 3);
         assert_eq!(t.rows[1], ["b", "3.000", "75.0"]);
         assert_eq!(t.rows[2][0], "total");
+    }
+
+    #[test]
+    fn csv_leaves_out_bars_and_dashes() {
+        let mut t = Table::new(["lo_ns", "measured", "distribution"]);
+        t.push(["512", "-", "|**  |"]);
+        assert_eq!(t.render_csv(), "lo_ns,measured\n512,\n");
     }
 
     #[test]

@@ -4,9 +4,9 @@
 use std::process::ExitCode;
 
 use pcpmodel::kernel::version::KernelVersion;
-use pcpmodel::model::highorder::{HighOrderModel, KERNEL_003};
+use pcpmodel::model::highorder::HighOrderModel;
 use pcpmodel::model::memcg::MemcgModel;
-use pcpmodel::model::vmstat::{NumaStatModel, KERNEL_002};
+use pcpmodel::model::vmstat::NumaStatModel;
 use pcpmodel::report::{sig, Format, Report, Table};
 use pcpmodel::validate::{t001, t002};
 use pcpmodel::Machine;
@@ -36,6 +36,24 @@ fn memcg_params() -> anyhow::Result<Vec<f64>> {
     Ok(t001::calibrated_params()?.0)
 }
 
+/// A doubling that gains less than this, percent, counts as flat in `memcg`'s summary line.
+const FLAT_GAIN_PCT: f64 = 5.0;
+
+/// The smallest batch from which every doubling in `doublings` (batch, gain of the doubling that
+/// ends at batch, percent; in increasing batch order) gains less than `limit_pct`: later
+/// doublings that gain more (the curve is not monotone where a counter line stops saturating)
+/// move it up. None when the last doubling still gains `limit_pct` or more.
+fn flattens_at(doublings: &[(u32, f64)], limit_pct: f64) -> Option<u32> {
+    let mut flat = None;
+    for &(b, g) in doublings.iter().rev() {
+        if g >= limit_pct {
+            break;
+        }
+        flat = Some(b);
+    }
+    flat
+}
+
 /// Runs `pcpmodel memcg`.
 pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     let machine = Machine::resolve(&args.machine)?;
@@ -60,20 +78,21 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     ));
     let mut json_rows = Vec::new();
     let mut prev: Option<f64> = None;
-    let mut flat_at: Option<u32> = None;
+    // (batch, gain of doubling from batch / 2 to batch) for the powers of two.
+    let mut doublings: Vec<(u32, f64)> = Vec::new();
     for b in &batches {
         let e = model.estimate(&p, *b)?;
         let gain = prev.map(|x| 100.0 * (e.throughput_mbps / x - 1.0));
-        if flat_at.is_none() && gain.is_some_and(|g| g < 5.0) && b.is_power_of_two() {
-            flat_at = Some(*b);
-        }
         if b.is_power_of_two() {
+            if let Some(g) = gain {
+                doublings.push((*b, g));
+            }
             prev = Some(e.throughput_mbps);
         }
         t.push([
             b.to_string(),
             sig(e.throughput_mbps, 5),
-            gain.map_or("-".into(), |g| format!("{g:.1}")),
+            gain.map_or(String::new(), |g| format!("{g:.1}")),
             sig(
                 e.counter_service_ns_per_page + e.counter_wait_ns_per_page,
                 4,
@@ -83,6 +102,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
         ]);
         json_rows.push(e);
     }
+    let flat_at = flattens_at(&doublings, FLAT_GAIN_PCT);
     let json = serde_json::json!({
         "machine": machine.name,
         "instances": args.instances,
@@ -90,6 +110,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
         "parameters": p,
         "sweep": json_rows,
         "flattens_at_batch": flat_at,
+        "flat_gain_pct": FLAT_GAIN_PCT,
     });
     let notes = vec![
         format!(
@@ -97,8 +118,15 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
             p[0], p[1], p[2]
         ),
         match flat_at {
-            Some(b) => format!("doubling the batch gains less than 5 % from batch {b} on"),
-            None => "the gain does not flatten below 1024 pages".to_string(),
+            Some(b) => format!(
+                "every doubling of the batch from {} pages up to {} gains less than {FLAT_GAIN_PCT} % (rows from batch {b} on)",
+                b / 2,
+                batches.last().copied().unwrap_or(b)
+            ),
+            None => format!(
+                "the last doubling in the sweep still gains {FLAT_GAIN_PCT} % or more: the gain does not flatten below {} pages",
+                batches.last().copied().unwrap_or(0)
+            ),
         },
     ];
     super::emit(
@@ -179,7 +207,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
         }
         Workload::PageBench => {
             let machine = Machine::resolve(args.machine_name())?;
-            let kernel = kernel_arg(&args.kernel, KERNEL_002)?;
+            let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
             let fit_model = t002::model_002()?;
             let r = t002::fit_002(&fit_model)?;
             let p: Vec<f64> = r.params.iter().map(|x| x.value).collect();
@@ -219,7 +247,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
         }
         Workload::PageFault1 => {
             let machine = Machine::resolve(args.machine_name())?;
-            let kernel = kernel_arg(&args.kernel, KERNEL_003)?;
+            let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
             let model =
                 HighOrderModel::page_fault1(&machine, kernel, args.procs.unwrap_or(90), 10.0)?;
             let p = model.derived_params(&machine);
@@ -296,5 +324,28 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
             "workload {:?} is not an allocation-path workload",
             args.workload
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flattens_at;
+
+    #[test]
+    fn flat_point_is_after_the_last_large_doubling() {
+        // The A4 shape: a small gain early (2: 4.3 %) followed by large ones must not be "flat".
+        let d = [
+            (2, 4.3),
+            (4, 13.8),
+            (8, 17.2),
+            (16, 9.0),
+            (32, 17.0),
+            (64, 9.4),
+            (128, 4.8),
+            (256, 2.4),
+        ];
+        assert_eq!(flattens_at(&d, 5.0), Some(128));
+        assert_eq!(flattens_at(&d[..6], 5.0), None);
+        assert_eq!(flattens_at(&[(2, 1.0), (4, 0.5)], 5.0), Some(2));
     }
 }

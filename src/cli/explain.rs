@@ -29,11 +29,12 @@ pub struct Args {
     /// Workload (only netperf-udp).
     #[arg(long, default_value = "netperf-udp")]
     pub workload: String,
-    /// Kernel version (default: thread 004's 5.18).
+    /// Kernel version (default: 6.18, the newest the project models; thread 004 ran 5.18).
     #[arg(long)]
     pub kernel: Option<String>,
-    /// pcp->high values for the side-by-side table (default: 0, both L2s, 2x L2, LLC/2, > LLC).
-    #[arg(long, value_delimiter = ',')]
+    /// pcp->high values for the side-by-side table, pages, comma-separated (default: 0, both
+    /// L2s, 2x L2, LLC/2, > LLC). `--highs` is accepted as an alias.
+    #[arg(long = "high", alias = "highs", value_delimiter = ',')]
     pub highs: Vec<u32>,
 }
 
@@ -56,7 +57,7 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
     }
     let a = Machine::resolve(&args.a)?;
     let b = Machine::resolve(&args.b)?;
-    let kernel = kernel_arg(&args.kernel, KernelVersion::new(5, 18))?;
+    let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
     let mut highs = args.highs.clone();
     if highs.is_empty() {
         highs.push(0);
@@ -176,7 +177,7 @@ pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
         let m = Machine::resolve(name)?;
         let o = pcpmodel::advice::optimal_high(
             &m,
-            kernel_arg(&args.args.kernel, KernelVersion::new(5, 18))?,
+            kernel_arg(&args.args.kernel, KernelVersion::DEFAULT)?,
             pcpmodel::model::cache::Placement::SameLlc,
             20,
         )?;

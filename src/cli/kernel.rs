@@ -49,7 +49,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ThpArg::Always)]
     pub thp: ThpArg,
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..6 (6.7+, default 5; 6.6 only with the stable backport).
-    #[arg(long)]
+    /// `--pcp-batch-scale-max` is accepted as an alias.
+    #[arg(long = "scale-max", alias = "pcp-batch-scale-max")]
     pub pcp_batch_scale_max: Option<u8>,
     /// vm.watermark_scale_factor (default 10).
     #[arg(long, default_value_t = 10)]

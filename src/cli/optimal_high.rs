@@ -84,21 +84,53 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         "Optimal pcp->high for {} on {} (kernel {}, {})",
         o.workload, o.machine, o.kernel, o.placement
     ));
+    let within = [
+        "within 1% of the best".to_string(),
+        format!("{}-{}", o.within_1pct_pages[0], o.within_1pct_pages[1]),
+        "pages".to_string(),
+    ];
+    if o.plateau {
+        // On a plateau the argmax is decided by differences the model cannot rank: the 1 % range
+        // is the answer, the argmax a detail.
+        t.push(within.clone());
+        t.push([
+            format!(
+                "ties within {} % (plateau)",
+                100.0 * pcpmodel::advice::PLATEAU_TOLERANCE
+            ),
+            format!("{}-{}", o.plateau_pages[0], o.plateau_pages[1]),
+            "pages".to_string(),
+        ]);
+    }
     t.push([
-        "optimal pcp->high",
+        if o.plateau {
+            "argmax inside the plateau"
+        } else {
+            "optimal pcp->high"
+        },
         &o.optimal_high_pages.to_string(),
         "pages",
     ]);
     t.push([
-        "optimal pcp->high",
-        &sig(f64::from(o.optimal_high_pages) * 4.0 / 1024.0, 3),
-        "MiB",
+        "memory at that high, per CPU".to_string(),
+        sig(o.memory_per_cpu_mib, 3),
+        "MiB".to_string(),
     ]);
     t.push([
-        "within 1% of the best".to_string(),
-        format!("{}-{}", o.within_1pct_pages[0], o.within_1pct_pages[1]),
-        "pages".to_string(),
+        "memory if every CPU held it".to_string(),
+        sig(o.memory_all_cpus_mib, 3),
+        "MiB".to_string(),
     ]);
+    if !o.plateau {
+        t.push(within);
+    }
+    if o.sweep_edge != "interior" {
+        t.push([
+            "optimum at the sweep's edge".to_string(),
+            o.sweep_edge.replace('_', " "),
+            format!("(swept {}-{} pages)", o.swept_pages[0], o.swept_pages[1]),
+        ]);
+    }
     t.push([
         "95% interval of the optimum".to_string(),
         format!("{}-{}", o.ci95_pages[0], o.ci95_pages[1]),

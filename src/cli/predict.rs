@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use pcpmodel::calibrate::{netperf_model, netperf_params, KERNEL_004};
+use pcpmodel::calibrate::{netperf_model, netperf_params};
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::cache::Placement;
 use pcpmodel::report::{sig, Format, Report, Table};
@@ -69,7 +69,8 @@ pub struct Args {
     /// Where producer and consumer run (netperf-udp).
     #[arg(long, value_enum, default_value_t = PlacementArg::SameLlc)]
     pub placement: PlacementArg,
-    /// Kernel version, e.g. 5.18 or 6.18 (default: the kernel of the workload's thread).
+    /// Kernel version, e.g. 5.18 or 6.18 (default: 6.18, the newest the project models, for every
+    /// workload; the threads ran 6.10, 6.0-rc1, 4.14, 6.9 and 5.18).
     #[arg(long)]
     pub kernel: Option<String>,
     /// Model free_high (>= 5.18: a CPU freeing high-order pages without allocating drains its
@@ -147,7 +148,7 @@ pub fn kernel_arg(k: &Option<String>, default: KernelVersion) -> anyhow::Result<
 
 fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
     let machine = Machine::resolve(args.machine_name())?;
-    let kernel = kernel_arg(&args.kernel, KERNEL_004)?;
+    let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
     let placement: Placement = args.placement.into();
     let mut model = netperf_model(&machine, placement, kernel)?;
     model.flow.free_high = args.free_high;

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use pcpmodel::data::{self, Histogram};
-use pcpmodel::model::zonelock::{workload_000, Prediction, ZoneLockModel, KERNEL_000};
+use pcpmodel::kernel::version::KernelVersion;
+use pcpmodel::model::zonelock::{workload_000, Prediction, ZoneLockModel};
 use pcpmodel::report::{sig, Format, Report, Table};
 use pcpmodel::validate::t000::{calibrate, Calibration};
 use pcpmodel::workload::NodeSpan;
@@ -33,7 +34,7 @@ pub struct CaseArgs {
     /// NUMA nodes the processes run on: 1 (a cpuset on node 0) or all.
     #[arg(long, default_value = "1")]
     pub nodes: String,
-    /// Kernel version (default 6.10, thread 000's "upstream kernel").
+    /// Kernel version (default: 6.18, the newest the project models; thread 000 ran 6.10).
     #[arg(long)]
     pub kernel: Option<String>,
     /// Measurement interval for the count column, s (funclatency -i 600 in thread 000).
@@ -46,7 +47,8 @@ pub struct CaseArgs {
 pub struct LatencyArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// CONFIG_PCP_BATCH_SCALE_MAX (vm.pcp_batch_scale_max), 0..=6.
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6: a build-time option (6.10+, default 5); thread 000
+    /// proposed a sysctl for it, which mainline did not merge.
     #[arg(long, default_value_t = 5)]
     pub scale_max: u8,
 }
@@ -66,7 +68,7 @@ pub struct ScaleMaxArgs {
 pub struct PlotLatencyArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6.
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (a build-time option, 6.10+, default 5).
     #[arg(long, default_value_t = 5)]
     pub scale_max: u8,
     /// Measured histogram to draw beside the prediction (CSV lo_ns,hi_ns,count, as `pcpmodel
@@ -81,6 +83,7 @@ pub struct PlotLatencyArgs {
 struct Solved {
     machine: Machine,
     span: NodeSpan,
+    kernel: KernelVersion,
     calibration: Calibration,
     model: ZoneLockModel,
 }
@@ -88,7 +91,7 @@ struct Solved {
 fn setup(c: &CaseArgs) -> anyhow::Result<Solved> {
     let machine = Machine::resolve(&c.machine)?;
     let span = NodeSpan::parse(&c.nodes, "--nodes")?;
-    let kernel = super::predict::kernel_arg(&c.kernel, KERNEL_000)?;
+    let kernel = super::predict::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
     if !(c.duration_s.is_finite() && c.duration_s > 0.0) {
         anyhow::bail!("--duration-s must be > 0, got {}", c.duration_s);
     }
@@ -97,6 +100,7 @@ fn setup(c: &CaseArgs) -> anyhow::Result<Solved> {
     Ok(Solved {
         machine,
         span,
+        kernel,
         calibration,
         model,
     })
@@ -218,10 +222,11 @@ fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
     }
     cols.push("distribution".to_string());
     let mut hist = Table::new(cols).titled(format!(
-        "rmqueue_bulk() latency, {} procs on {} node(s) of {}, CONFIG_PCP_BATCH_SCALE_MAX {scale}",
+        "rmqueue_bulk() latency, {} procs on {} node(s) of {}, kernel {}, CONFIG_PCP_BATCH_SCALE_MAX {scale}",
         c.procs,
         s.span.as_str(),
-        s.machine.name
+        s.machine.name,
+        s.kernel
     ));
     let mut rows_json = Vec::new();
     for (l, h, f) in &buckets {
