@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// - `spec`: vendor specification (datasheet, ark.intel.com, AMD product page).
 /// - `seed NNN`: a quote from one of the five source threads (`seed 004: "..."`).
-/// - `measured`: a third-party measurement (e.g. the core-to-core matrices in shared/data).
+/// - `measured`: a third-party measurement (e.g. the core-to-core matrices in data/core-to-core).
 /// - `derived`: computed from other sourced values; the string says how.
 /// - `assumed`: no source; the string says why the value is reasonable.
 /// - `detected`: read from the running host (sysfs, /proc).

@@ -419,14 +419,7 @@ fn machines_are_consistent_across_tables() {
 
 fn seeds_dir() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    std::env::var_os("PCPMODEL_SEEDS")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            root.join("../shared/seeds"),
-            root.join("../../shared/seeds"),
-        ])
-        .find(|p| p.is_dir())
+    Some(root.join("tests/fixtures/seeds")).filter(|p| p.is_dir())
 }
 
 /// Seed text decoded and squeezed: quoted-printable undone, quote markers dropped, all
@@ -445,10 +438,7 @@ fn squeezed(text: &str) -> String {
 
 #[test]
 fn every_quote_is_in_its_thread() {
-    let Some(dir) = seeds_dir() else {
-        eprintln!("SKIP: shared/seeds not found next to the repository");
-        return;
-    };
+    let dir = seeds_dir().expect("tests/fixtures/seeds ships with the repository");
     let mut threads = std::collections::BTreeMap::new();
     for e in std::fs::read_dir(&dir).expect("seeds dir").flatten() {
         let name = e.file_name().to_string_lossy().into_owned();

@@ -17,27 +17,14 @@ fn fixture(name: &str) -> (String, String) {
     (text, p.display().to_string())
 }
 
-/// The seed directory: $PCPMODEL_SEEDS, else ../shared/seeds next to the repository (CI and
-/// the main checkout), else ../../shared/seeds (a worktree under wt/).
+/// The five seed threads, copied into tests/fixtures/seeds (their README says what each is).
 fn seeds_dir() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    std::env::var_os("PCPMODEL_SEEDS")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            root.join("../shared/seeds"),
-            root.join("../../shared/seeds"),
-        ])
-        .find(|p| p.is_dir())
+    Some(root.join("tests/fixtures/seeds")).filter(|p| p.is_dir())
 }
 
 fn seed(prefix: &str) -> Option<(String, String)> {
-    let Some(dir) = seeds_dir() else {
-        eprintln!(
-            "SKIP: shared/seeds not found next to the repository; the fixture tests still run"
-        );
-        return None;
-    };
+    let dir = seeds_dir().expect("tests/fixtures/seeds ships with the repository");
     let entry = std::fs::read_dir(&dir)
         .expect("readable seeds dir")
         .filter_map(|e| e.ok())

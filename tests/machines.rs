@@ -344,19 +344,12 @@ fn malformed_toml_is_a_parse_error_with_line() {
 
 // ----- core-to-core derivation ------------------------------------------------------------
 
-/// The shared folder (core-to-core matrices): `$PCPMODEL_SHARED`, `../shared` (CI layout) or
-/// `../../shared` (a worktree under wt/).
-fn shared_dir() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("PCPMODEL_SHARED") {
-        candidates.push(PathBuf::from(p));
-    }
-    candidates.push(root.join("../shared"));
-    candidates.push(root.join("../../shared"));
-    candidates
-        .into_iter()
-        .find(|p| p.join("data/core-to-core").is_dir())
+/// The third-party core-to-core matrices, copied into the project with their README
+/// (data/core-to-core/README.md gives their source).
+fn matrix(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/core-to-core")
+        .join(name)
 }
 
 /// A lower-triangular core-to-core CSV (no header, empty upper cells) as `(i, j, ns)` pairs
@@ -472,11 +465,7 @@ const C2C_TOL_NS: f64 = 0.006;
 
 #[test]
 fn icelake_c2c_recomputed_from_xeon_8358_matrix() {
-    let Some(shared) = shared_dir() else {
-        eprintln!("skipped: ../shared/data/core-to-core not found (set PCPMODEL_SHARED)");
-        return;
-    };
-    let (n, pairs) = load_matrix(&shared.join("data/core-to-core/xeon-platinum-8358-2s.csv"));
+    let (n, pairs) = load_matrix(&matrix("xeon-platinum-8358-2s.csv"));
     assert_eq!(n, 64);
     assert_eq!(pairs.len(), 64 * 63 / 2);
     let mut b = blocks(n, &pairs);
@@ -492,18 +481,14 @@ fn icelake_c2c_recomputed_from_xeon_8358_matrix() {
     let m = Machine::builtin("icelake-server").expect("built in");
     assert_abs_diff_eq!(latency(&m, "c2c_same_llc"), same, epsilon = C2C_TOL_NS);
     assert_abs_diff_eq!(latency(&m, "c2c_cross_socket"), cross, epsilon = C2C_TOL_NS);
-    // Published medians (design/measurement-formats.md): about 51 and 108 ns.
+    // Published medians (nviennot/core-to-core-latency README): about 51 and 108 ns.
     assert_abs_diff_eq!(same, 51.0, epsilon = 2.0);
     assert_abs_diff_eq!(cross, 108.0, epsilon = 5.0);
 }
 
 #[test]
 fn epyc_c2c_recomputed_from_epyc_7763_matrix() {
-    let Some(shared) = shared_dir() else {
-        eprintln!("skipped: ../shared/data/core-to-core not found (set PCPMODEL_SHARED)");
-        return;
-    };
-    let (n, pairs) = load_matrix(&shared.join("data/core-to-core/epyc-7763-2s.csv"));
+    let (n, pairs) = load_matrix(&matrix("epyc-7763-2s.csv"));
     assert_eq!(n, 256);
     let mut b = blocks(n, &pairs);
     // Three jumps: SMT pairs (2 CPUs), CCDs (8 cores x 2 threads), sockets (64 x 2).
