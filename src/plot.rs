@@ -42,22 +42,42 @@ pub fn optimal_high_svg(o: &OptimalHigh, measured: &[(u32, f64)]) -> Result<Stri
             .fold(1.0f64, f64::min)
             .max(0.0)
             - 0.03;
+        let y_max = o
+            .curve
+            .iter()
+            .map(|c| c.relative_hi95.max(c.relative))
+            .chain(pts.iter().map(|p| p.1))
+            .filter(|v| v.is_finite())
+            .fold(1.0f64, f64::max)
+            + 0.02;
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 format!(
-                    "{} on {} (kernel {}, {}): optimum {} pages",
-                    o.workload, o.machine, o.kernel, o.placement, o.optimal_high_pages
+                    "{} on {} (kernel {}, {}): {}",
+                    o.workload,
+                    o.machine,
+                    o.kernel,
+                    o.placement,
+                    if o.plateau {
+                        format!(
+                            "within 1 % from {} to {} pages (plateau)",
+                            o.within_1pct_pages[0], o.within_1pct_pages[1]
+                        )
+                    } else {
+                        format!("optimum {} pages", o.optimal_high_pages)
+                    }
                 ),
                 ("sans-serif", 18),
             )
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(60)
-            .build_cartesian_2d((1f64..x_max).log_scale(), y_min..1.04f64)
+            .build_cartesian_2d((1f64..x_max).log_scale(), y_min..legend_top(y_min, y_max))
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_desc("pcp->high + 1 (4 KiB pages, log scale)")
+            .x_label_formatter(&|x| page_tick(*x))
             .y_desc("throughput relative to the predicted optimum")
             .draw()
             .map_err(plot_err)?;
@@ -97,7 +117,7 @@ pub fn optimal_high_svg(o: &OptimalHigh, measured: &[(u32, f64)]) -> Result<Stri
                 .label("measured (thread 004), scaled by the fitted score")
                 .legend(|(x, y)| Circle::new((x + 10, y), 5, RED.filled()));
         }
-        let vline = |x: u32| vec![(f64::from(x) + 1.0, y_min), (f64::from(x) + 1.0, 1.04)];
+        let vline = |x: u32| vec![(f64::from(x) + 1.0, y_min), (f64::from(x) + 1.0, y_max)];
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vline(o.optimal_high_pages),
@@ -119,7 +139,7 @@ pub fn optimal_high_svg(o: &OptimalHigh, measured: &[(u32, f64)]) -> Result<Stri
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
+            .position(SeriesLabelPosition::UpperMiddle)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
             .draw()
@@ -127,6 +147,17 @@ pub fn optimal_high_svg(o: &OptimalHigh, measured: &[(u32, f64)]) -> Result<Stri
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
+}
+
+/// A tick on a log page axis as a plain integer ("1", "100", "10000"), not "100.0".
+fn page_tick(x: f64) -> String {
+    format!("{:.0}", x)
+}
+
+/// The top of a chart's y range: the data's top plus room above it for the legend (drawn at the
+/// upper middle), so the legend never covers data.
+fn legend_top(y_min: f64, y_max: f64) -> f64 {
+    y_max + 0.4 * (y_max - y_min)
 }
 
 /// Two machines' relative-throughput curves on one figure (`plot explain`).
@@ -146,16 +177,18 @@ pub fn explain_svg(title: &str, curves: &[(String, Vec<(u32, f64)>)]) -> Result<
             .fold(1.0f64, f64::min)
             .max(0.0)
             - 0.03;
+        let y_max = 1.02;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(60)
-            .build_cartesian_2d((1f64..x_max).log_scale(), y_min..1.04f64)
+            .build_cartesian_2d((1f64..x_max).log_scale(), y_min..legend_top(y_min, y_max))
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_desc("pcp->high + 1 (4 KiB pages, log scale)")
+            .x_label_formatter(&|x| page_tick(*x))
             .y_desc("throughput relative to each machine's optimum")
             .draw()
             .map_err(plot_err)?;
@@ -175,7 +208,7 @@ pub fn explain_svg(title: &str, curves: &[(String, Vec<(u32, f64)>)]) -> Result<
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
+            .position(SeriesLabelPosition::UpperMiddle)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
             .draw()

@@ -8,15 +8,21 @@ use plotters::prelude::*;
 use crate::error::{Error, Result};
 
 fn bucket_label(lo_ns: u64) -> String {
+    // Two or three significant digits in the unit that keeps the number >= 1: log2 bucket
+    // bounds (2048 ns, 131072 ns) read as "2 µs", "131 µs", not "2.048us".
     let x = lo_ns as f64;
-    if x >= 1e6 {
-        format!("{:.3}ms", x / 1e6)
+    let (v, unit) = if x >= 1e6 {
+        (x / 1e6, "ms")
     } else if x >= 1e3 {
-        format!("{:.3}us", x / 1e3)
+        (x / 1e3, "µs")
     } else {
-        format!("{lo_ns}ns")
+        (x, "ns")
+    };
+    if v >= 10.0 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{:.1} {unit}", v).replace(".0 ", " ")
     }
-    .replace(".000", "")
 }
 
 /// Draws `predicted` (`(lo_ns, fraction)` per bucket, ascending) and, if given, `measured`
@@ -42,13 +48,14 @@ pub fn draw_log2_histograms(
             )));
         }
     }
+    // Headroom above the tallest bar for the legend, so it never covers a bar.
     let ymax = predicted
         .iter()
         .map(|p| p.1)
         .chain(measured.unwrap_or(&[]).iter().copied())
         .fold(0.0, f64::max)
         .max(1e-6)
-        * 1.1;
+        * 1.35;
     let n = predicted.len();
     let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
@@ -92,6 +99,7 @@ pub fn draw_log2_histograms(
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
