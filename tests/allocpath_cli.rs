@@ -46,7 +46,8 @@ fn t001_calibration_and_held_out_gain() {
     assert!(gain("batch 32->64") > 30.0);
     assert!(gain("derived, batch 32->64") < 20.0);
     let held = v.rows.iter().find(|r| r.case == "batch 32->64").unwrap();
-    assert_eq!(held.role, Role::HeldOut);
+    // Not fitted, but the SMT-sharing mechanism was added while this row was watched.
+    assert_eq!(held.role, Role::Seen);
 }
 
 #[test]

@@ -137,8 +137,19 @@ fn optimal_high_csv_is_the_curve() {
 #[test]
 fn validate_json_rows_have_the_contract_fields() {
     let v = json(&["validate", "--thread", "004"]);
-    let rows = v.as_array().unwrap();
+    let rows = v["rows"].as_array().unwrap();
     assert!(rows.len() >= 21);
+    // Per table: free parameters, assumed constants, degrees of freedom and counts by role.
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 1, "--thread computes one thread");
+    for k in [
+        "free_params",
+        "assumed_constants",
+        "degrees_of_freedom",
+        "by_role",
+    ] {
+        assert!(tables[0].get(k).is_some(), "missing {k}");
+    }
     for r in rows {
         for k in [
             "thread",
@@ -153,7 +164,13 @@ fn validate_json_rows_have_the_contract_fields() {
         ] {
             assert!(r.get(k).is_some(), "missing {k}");
         }
-        assert!(r["role"] == "fitted" || r["role"] == "held_out");
+        // Thread 004: the fitted points, their leave-one-out refits, and the regression row,
+        // which is `seen` (its free_high mechanism was changed in the commit that added it).
+        assert!(
+            ["fitted", "loo", "seen"].contains(&r["role"].as_str().unwrap()),
+            "{}",
+            r["role"]
+        );
     }
 }
 

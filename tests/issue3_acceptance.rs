@@ -39,7 +39,7 @@ fn thread_004_fitted_within_3pct_rms_and_5pct_max() {
         let loo = v
             .rows
             .iter()
-            .filter(|r| r.machine == m && r.role == Role::HeldOut && r.quantity == "score")
+            .filter(|r| r.machine == m && r.role == Role::Loo && r.quantity == "score")
             .count();
         assert_eq!(loo, 5);
     }

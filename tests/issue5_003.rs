@@ -25,7 +25,9 @@ fn page_fault1_falls_tenfold_and_wait_within_factor_two() {
         assert!(a >= 10.0 * b, "{q}: {a} -> {b}");
     }
     let w = row(&v, off, "avg_wait_ns");
-    assert_eq!(w.role, Role::HeldOut);
+    // Nothing is fitted in thread 003, but perf's handler costs were chosen after the gap to
+    // this row was known: `seen`, not a blind test.
+    assert_eq!(w.role, Role::Seen);
     // Tolerance: a factor of 2 either way (issue 5).
     let ratio = w.predicted / w.measured;
     assert!((0.5..=2.0).contains(&ratio), "{w:?}");

@@ -128,11 +128,12 @@ fn issue_4_acceptance_numbers() {
             m.measured
         );
     }
-    // Held out within 35 %: scale 0 from scale 5 (both machines), two nodes from one (Intel).
+    // Not fitted, within 35 %: scale 0 from scale 5 (both machines), two nodes from one (Intel).
+    // Labelled `seen`: the zone-lock constants were chosen with thread 000's histograms visible.
     let held: Vec<_> = v
         .rows
         .iter()
-        .filter(|r| r.role == Role::HeldOut && r.quantity == "avg_ns")
+        .filter(|r| r.role == Role::Seen && r.quantity == "avg_ns")
         .collect();
     let cases: Vec<&str> = held.iter().map(|r| r.case.as_str()).collect();
     for c in [

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pcpmodel::report::{Format, Report};
 
 mod allocpath;
+mod assumptions;
 mod data;
 mod detect;
 mod explain;
@@ -113,6 +114,9 @@ pub enum Command {
     Plot(plot::Args),
     /// Every built-in measurement table: measured vs predicted, fitted or held out.
     Validate(validate::Args),
+    /// Every assumed constant (neither hardware nor kernel): value, unit, provenance, spread,
+    /// and the tables visible while it was chosen.
+    Assumptions(assumptions::Args),
     /// List or show the measured tables transcribed from the seed threads.
     Data(data::Args),
     /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
@@ -131,6 +135,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Detect(a) => detect::run(a, format),
         Command::Data(a) => data::run(a, format),
         Command::Validate(a) => validate::run(a, format),
+        Command::Assumptions(a) => assumptions::run(a, format),
         Command::Predict(a) => predict::run(a, format),
         Command::OptimalHigh(a) => optimal_high::run(a, format),
         Command::Explain(a) => explain::run(a, format),

@@ -3,25 +3,29 @@
 use std::process::ExitCode;
 
 use pcpmodel::report::{sig, Format, Report, Table};
-use pcpmodel::validate::{validate_all, Role};
+use pcpmodel::validate::{validate_all, validate_thread, Role, THREADS};
 
 /// Arguments of `pcpmodel validate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this seed thread ("000".."004").
+    /// Only this seed thread ("000".."004"), computed alone.
     #[arg(long)]
     pub thread: Option<String>,
 }
 
 /// Runs `pcpmodel validate`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
-    let mut tables = validate_all()?;
-    if let Some(t) = &args.thread {
-        tables.retain(|v| &v.thread == t);
-        if tables.is_empty() {
-            anyhow::bail!("no built-in table for thread '{t}' (threads: 000 to 004)");
-        }
-    }
+    let tables = match &args.thread {
+        // One thread is computed alone, not filtered out of all five.
+        Some(t) => match validate_thread(t)? {
+            Some(v) => vec![v],
+            None => anyhow::bail!(
+                "--thread {t}: no built-in table for that thread (threads: {})",
+                THREADS.join(", ")
+            ),
+        },
+        None => validate_all()?,
+    };
     let mut rows = Vec::new();
     let mut t = Table::new([
         "thread",
@@ -40,12 +44,17 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         "quantity",
         "rows",
         "fitted RMS rel (%)",
+        "loo RMS rel (%)",
         "held-out RMS rel (%)",
+        "seen RMS rel (%)",
+        "no-fit RMS rel (%)",
         "max |fitted err| (%)",
         "free parameters",
+        "dof",
     ])
     .titled("Per-table summary");
     let mut notes = Vec::new();
+    let mut table_meta = Vec::new();
     for v in &tables {
         let mut groups: Vec<(&str, &str)> = Vec::new();
         for r in &v.rows {
@@ -67,9 +76,13 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 q.to_string(),
                 sel().count().to_string(),
                 pct(v.rms_rel(Role::Fitted, Some(m), Some(q))),
+                pct(v.rms_rel(Role::Loo, Some(m), Some(q))),
                 pct(v.rms_rel(Role::HeldOut, Some(m), Some(q))),
+                pct(v.rms_rel(Role::Seen, Some(m), Some(q))),
+                pct(v.rms_rel(Role::NoFit, Some(m), Some(q))),
                 pct(max_fit),
                 v.free_params.join(", "),
+                v.degrees_of_freedom.to_string(),
             ]);
         }
         for r in &v.rows {
@@ -89,10 +102,32 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         for n in &v.notes {
             notes.push(format!("[{}] {n}", v.thread));
         }
+        for a in &v.assumed_constants {
+            notes.push(format!("[{}] assumed: {a}", v.thread));
+        }
+        let by_role: serde_json::Map<String, serde_json::Value> = Role::ALL
+            .iter()
+            .map(|r| {
+                let n = v.rows.iter().filter(|x| x.role == *r).count();
+                (
+                    r.as_str().to_string(),
+                    serde_json::json!({"rows": n, "rms_rel": v.rms_rel(*r, None, None)}),
+                )
+            })
+            .collect();
+        table_meta.push(serde_json::json!({
+            "thread": v.thread,
+            "title": v.title,
+            "free_params": v.free_params,
+            "assumed_constants": v.assumed_constants,
+            "degrees_of_freedom": v.degrees_of_freedom,
+            "by_role": by_role,
+            "notes": v.notes,
+        }));
     }
-    notes.push("error = (predicted - measured) / |measured|; fitted = the point was in the fit, held_out = it was not (leave-one-out or an external check)".to_string());
+    notes.push("error = (predicted - measured) / |measured|. Roles: fitted = in the fit; loo = the fit redone without the row; held_out = another condition, no refit, nothing chosen while looking at it; seen = not fitted, but a constant or mechanism was chosen while it was visible (not a blind test); alternative = a variant of the model shown for comparison; no_fit = derived, nothing fitted; literature = published data beyond the threads".to_string());
     let report = Report {
-        json: serde_json::Value::Array(rows),
+        json: serde_json::json!({"rows": rows, "tables": table_meta}),
         tables: vec![t, summary],
         notes,
     };

@@ -1,5 +1,6 @@
 //! Validation against every built-in measurement table: measured vs predicted, relative error, and
-//! whether each prediction came from a fit that saw the point (`fitted`) or not (`held_out`).
+//! what each prediction knew of the point ([`Role`]: fitted, loo, held_out, seen, alternative,
+//! no_fit, literature).
 //!
 //! One file per seed thread (`t004.rs`, ...). Each returns a [`TableValidation`]: its rows, the fit
 //! reports behind them and notes that say, in words, where and why the model disagrees with a
@@ -16,23 +17,63 @@ pub mod t002;
 pub mod t003;
 pub mod t004;
 
-/// Whether a prediction was fitted to the point it is compared with.
+/// What a row's prediction knew of the point it is compared with. Only `loo`, `held_out`,
+/// `no_fit` and `literature` rows are tests of the model; `seen` rows are not, even where the
+/// optimiser never saw them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The point was in the data the parameters were fitted to.
     Fitted,
-    /// The point was not (leave-one-out, predicted from another setting, or an external check).
+    /// Leave-one-out: the same fit redone without the point, then predicted at it.
+    Loo,
+    /// Another condition predicted from a fit that did not include it, with no constant or
+    /// mechanism chosen while looking at it.
     HeldOut,
+    /// Not fitted, but a mechanism or constant of the model was chosen (or revised) while this
+    /// point was visible and its error watched: it does not count as a blind test.
+    Seen,
+    /// A variant of the model shown for comparison (another assumption), not the model's answer.
+    Alternative,
+    /// Derived from code and machine facts with nothing fitted.
+    NoFit,
+    /// A published measurement beyond the five threads, predicted with nothing fitted to it.
+    Literature,
 }
 
 impl Role {
-    /// `fitted` / `held_out`.
+    /// Every role, in report order.
+    pub const ALL: [Role; 7] = [
+        Role::Fitted,
+        Role::Loo,
+        Role::HeldOut,
+        Role::Seen,
+        Role::Alternative,
+        Role::NoFit,
+        Role::Literature,
+    ];
+
+    /// The JSON name (`fitted`, `loo`, `held_out`, `seen`, `alternative`, `no_fit`,
+    /// `literature`).
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Fitted => "fitted",
+            Role::Loo => "loo",
             Role::HeldOut => "held_out",
+            Role::Seen => "seen",
+            Role::Alternative => "alternative",
+            Role::NoFit => "no_fit",
+            Role::Literature => "literature",
         }
+    }
+
+    /// Whether a row with this role is a test of the model (nothing fitted to it and nothing
+    /// chosen while looking at it).
+    pub fn is_test(self) -> bool {
+        matches!(
+            self,
+            Role::Loo | Role::HeldOut | Role::NoFit | Role::Literature
+        )
     }
 }
 
@@ -55,7 +96,7 @@ pub struct ValidationRow {
     pub unit: String,
     /// `(predicted − measured) / |measured|`.
     pub rel_error: f64,
-    /// Fitted or held out.
+    /// What the prediction knew of the point.
     pub role: Role,
     /// How the prediction was made (which fit, what was held out).
     pub how: String,
@@ -105,11 +146,54 @@ pub struct TableValidation {
     pub rows: Vec<ValidationRow>,
     /// Number of free parameters per fit, and what they are.
     pub free_params: Vec<String>,
+    /// Constants that shape the rows and are neither hardware values nor kernel constants
+    /// (name = value unit: where it came from), with the tables they were chosen while looking at.
+    pub assumed_constants: Vec<String>,
+    /// Fitted rows minus fitted parameters over all of the table's fits (0 for an exactly
+    /// determined fit; not meaningful when nothing is fitted).
+    pub degrees_of_freedom: i64,
     /// Notes for people: disagreements and why we think they happen.
     pub notes: Vec<String>,
 }
 
 impl TableValidation {
+    /// A table's validation: its rows, fitted parameters and notes; the assumed constants come
+    /// from [`crate::assumptions`] and the degrees of freedom are the fitted rows of the
+    /// `fitted_quantities` (what the optimiser saw; other in-sample rows such as percentiles are
+    /// diagnostics) minus `fitted_parameters` (the count over all of the table's fits).
+    pub fn new(
+        thread: &str,
+        title: impl Into<String>,
+        rows: Vec<ValidationRow>,
+        free_params: Vec<String>,
+        (fitted_parameters, fitted_quantities): (usize, &[&str]),
+        notes: Vec<String>,
+    ) -> Self {
+        let fitted_rows = rows
+            .iter()
+            .filter(|r| r.role == Role::Fitted && fitted_quantities.contains(&r.quantity.as_str()))
+            .count();
+        let mut notes = notes;
+        let seen = rows.iter().filter(|r| r.role == Role::Seen).count();
+        if seen > 0 {
+            notes.push(format!(
+                "{seen} row(s) are labelled seen, not held out: nothing was fitted to them, but constants or mechanisms they depend on were chosen while they were visible (`pcpmodel assumptions` lists which, with the commit)"
+            ));
+        }
+        TableValidation {
+            thread: thread.to_string(),
+            title: title.into(),
+            rows,
+            free_params,
+            assumed_constants: crate::assumptions::for_thread(thread)
+                .iter()
+                .map(crate::assumptions::describe)
+                .collect(),
+            degrees_of_freedom: fitted_rows as i64 - fitted_parameters as i64,
+            notes,
+        }
+    }
+
     /// Root-mean-square relative error of the rows with `role`, optionally of one machine and one
     /// quantity (`None` if no rows).
     pub fn rms_rel(
@@ -135,6 +219,21 @@ impl TableValidation {
             Some((v.iter().map(|e| e * e).sum::<f64>() / v.len() as f64).sqrt())
         }
     }
+}
+
+/// The threads `validate` knows.
+pub const THREADS: [&str; 5] = ["000", "001", "002", "003", "004"];
+
+/// Validates one thread's tables (`"000"`..`"004"`); `None` for another name.
+pub fn validate_thread(thread: &str) -> Result<Option<TableValidation>> {
+    Ok(Some(match thread {
+        "000" => t000::validate()?,
+        "001" => t001::validate()?,
+        "002" => t002::validate()?,
+        "003" => t003::validate()?,
+        "004" => t004::validate()?,
+        _ => return Ok(None),
+    }))
 }
 
 /// Validates every built-in table.

@@ -77,7 +77,7 @@ pub fn validate() -> Result<TableValidation> {
                     l.measured,
                     l.predicted_held_out,
                     "cycles",
-                    Role::HeldOut,
+                    Role::Loo,
                     "leave-one-out: 3 parameters fitted to the other 3 points (exactly determined)",
                 ));
             }
@@ -118,16 +118,16 @@ pub fn validate() -> Result<TableValidation> {
         "for comparison, on 4.14 (before Kemi Wang's threshold series: fold threshold {}) the same parameters give {:.0} cycles of folding per page at 88 threads (global counter line {:.0} % busy)",
         o.fold_threshold, o.fold_cycles, 100.0 * o.global_line_utilisation
     ));
-    Ok(TableValidation {
-        thread: "002".to_string(),
-        title: "page_bench cycles per page with vm.numa_stat on/off (2-socket Broadwell)"
-            .to_string(),
+    Ok(TableValidation::new(
+        "002",
+        "page_bench cycles per page with vm.numa_stat on/off (2-socket Broadwell)",
         rows,
-        free_params: vec![
+        vec![
             "base_cycles".into(),
             "event_cycles".into(),
             "smt_gain".into(),
         ],
+        (3, &["cycles_per_page"]),
         notes,
-    })
+    ))
 }

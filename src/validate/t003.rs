@@ -87,7 +87,7 @@ pub fn validate() -> Result<TableValidation> {
         } else {
             "page_fault1 without"
         };
-        let (r_c, r_a, r_t) = (Role::HeldOut, Role::HeldOut, Role::HeldOut);
+        let (r_c, r_a, r_t) = (Role::Seen, Role::Seen, Role::Seen);
         let how = if patched {
             how_held.clone()
         } else {
@@ -215,7 +215,7 @@ pub fn validate() -> Result<TableValidation> {
         let work = p[0] + p[2] + per_folio(&s_off);
         let change = 100.0 * SHELL8_ORDER4_SHARE * saved / work;
         for sc in data::shell8_score_003()? {
-            rows.push(ValidationRow::new("003", &sc.machine, "shell8", "score_change_pct", sc.stated_improvement_pct, change, "%", Role::HeldOut, format!("lock time saved per 64 KiB folio ({saved:.0} ns of {work:.0} ns) x assumed order-4 share {SHELL8_ORDER4_SHARE} of shell8's allocations")));
+            rows.push(ValidationRow::new("003", &sc.machine, "shell8", "score_change_pct", sc.stated_improvement_pct, change, "%", Role::Seen, format!("lock time saved per 64 KiB folio ({saved:.0} ns of {work:.0} ns) x assumed order-4 share {SHELL8_ORDER4_SHARE} of shell8's allocations")));
         }
         notes.push("shell8: only the score change is predicted; its perf-lock rows are dominated by order-0 rmqueue_pcplist traffic (fork/exec), which this model does not cover".to_string());
     }
@@ -231,12 +231,12 @@ pub fn validate() -> Result<TableValidation> {
             report.termination
         ));
     }
-    Ok(TableValidation {
-        thread: "003".to_string(),
-        title: "zone->lock contention with order-4 pages on PCP lists (page_fault1, shell8)"
-            .to_string(),
+    Ok(TableValidation::new(
+        "003",
+        "zone->lock contention with order-4 pages on PCP lists (page_fault1, shell8)",
         rows,
-        free_params: vec!["none (derived; see notes)".into()],
+        vec!["none (derived; see notes)".into()],
+        (0, &[]),
         notes,
-    })
+    ))
 }

@@ -1,0 +1,237 @@
+//! Assumptions as data: every constant that shapes a prediction and is neither a hardware value
+//! (those live in `models/*.toml` with their provenance) nor a kernel constant (those live in
+//! [`crate::kernel`], cited to the kernel source).
+//!
+//! Each entry takes its value from the constant the model uses (never a copy), and says its unit,
+//! where it came from, a relative spread (how far it could plausibly be off), and which measured
+//! tables were visible while it was chosen. The last field is a statement about history, checked
+//! against `git log -S NAME` when the registry was written: a constant introduced in the same
+//! commit as, or after, the rows of a table were in `data/` counts as chosen while looking at that
+//! table, because nothing shows otherwise. Rows that depend on such a constant are labelled
+//! [`crate::validate::Role::Seen`], not held out.
+
+use serde::Serialize;
+
+use crate::model::{highorder, netperf, pcp, perflock, zonelock};
+
+/// One assumed constant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Assumption {
+    /// The constant's name in the code (or `Type::field` for a default parameter).
+    pub name: &'static str,
+    /// Its value, in `unit`.
+    pub value: f64,
+    /// Unit.
+    pub unit: &'static str,
+    /// Where the value came from.
+    pub provenance: &'static str,
+    /// Relative spread (one standard deviation as a fraction of the value) we would not be
+    /// surprised by.
+    pub rel_spread: f64,
+    /// The seed threads ("000".."004") whose predictions use it.
+    pub used_by: &'static [&'static str],
+    /// Tables that were visible while the value was chosen (and the commit that introduced it).
+    pub chosen_while_seeing: &'static str,
+}
+
+/// Every assumed constant, grouped by the thread that uses it.
+pub fn all() -> Vec<Assumption> {
+    vec![
+        Assumption {
+            name: "zonelock::PROBE_NS",
+            value: zonelock::PROBE_NS,
+            unit: "ns",
+            provenance: "assumed: BCC funclatency's kprobe + kretprobe cost a few hundred ns each",
+            rel_spread: 0.5,
+            used_by: &["000"],
+            chosen_while_seeing: "thread 000's five histograms (introduced in ec3bfdf, after data/000_* were transcribed)",
+        },
+        Assumption {
+            name: "zonelock::HANDOVER_LINES",
+            value: zonelock::HANDOVER_LINES,
+            unit: "cache lines",
+            provenance: "assumed: lines of struct zone that move to each new lock holder (lock word, free_area heads, counters)",
+            rel_spread: 0.5,
+            used_by: &["000"],
+            chosen_while_seeing: "thread 000's five histograms (ec3bfdf)",
+        },
+        Assumption {
+            name: "zonelock::CPU_CYCLES_PER_PAGE",
+            value: zonelock::CPU_CYCLES_PER_PAGE,
+            unit: "cycles",
+            provenance: "assumed: list manipulation and flag checks per page under zone->lock, about 60 cycles",
+            rel_spread: 0.5,
+            used_by: &["000"],
+            chosen_while_seeing: "thread 000's five histograms (ec3bfdf)",
+        },
+        Assumption {
+            name: "zonelock::ALLOC_WORK_SHARE",
+            value: zonelock::ALLOC_WORK_SHARE,
+            unit: "fraction",
+            provenance: "assumed: the fault path zeroes and the script writes each page twice; the unmap only drops references",
+            rel_spread: 0.2,
+            used_by: &["000"],
+            chosen_while_seeing: "thread 000's five histograms (ec3bfdf)",
+        },
+        Assumption {
+            name: "zonelock::FREE_MERGE_LINES",
+            value: zonelock::FREE_MERGE_LINES,
+            unit: "cache lines per page",
+            provenance: "assumed: one buddy unlink per merge; its doc comment said 1 while the code used 2 (recorded, not changed)",
+            rel_spread: 0.5,
+            used_by: &["000"],
+            chosen_while_seeing: "thread 000's five histograms (ec3bfdf)",
+        },
+        Assumption {
+            name: "netperf::mlp_lines",
+            value: netperf::NetperfParams::with_fitted(0.0, 0.0).mlp_lines,
+            unit: "lines in flight",
+            provenance: "assumed: line requests one core keeps in flight while writing a reused page (fill buffers)",
+            rel_spread: 0.3,
+            used_by: &["004"],
+            chosen_while_seeing: "thread 004's score table (introduced with the first netperf model, 9176931)",
+        },
+        Assumption {
+            name: "netperf::lock_lines_per_hold",
+            value: netperf::NetperfParams::with_fitted(0.0, 0.0).lock_lines_per_hold,
+            unit: "cache lines per hold",
+            provenance: "assumed: lines that move between the two CPUs per zone->lock hold",
+            rel_spread: 0.5,
+            used_by: &["004"],
+            chosen_while_seeing: "thread 004's score table (9176931)",
+        },
+        Assumption {
+            name: "pcp::CONSUMER_ALLOCS_PER_FREE_004",
+            value: pcp::CONSUMER_ALLOCS_PER_FREE_004,
+            unit: "allocations per freed page",
+            provenance: "chosen between the two regimes the code allows (0 or 1) by both machines' fit to thread 004 (a983d8a)",
+            rel_spread: 1.0,
+            used_by: &["004"],
+            chosen_while_seeing: "thread 004's score table, both machines (a983d8a)",
+        },
+        Assumption {
+            name: "perflock::BEGIN_AFTER_CLOCK_NS_ASSUMED",
+            value: perflock::BEGIN_AFTER_CLOCK_NS_ASSUMED,
+            unit: "ns",
+            provenance: "assumed: bpf_get_stackid() over about a dozen frames plus the stack map update",
+            rel_spread: 0.5,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's perf lock table, after the gap to the measured wait was known (21eee35)",
+        },
+        Assumption {
+            name: "perflock::END_BEFORE_CLOCK_NS_ASSUMED",
+            value: perflock::END_BEFORE_CLOCK_NS_ASSUMED,
+            unit: "ns",
+            provenance: "assumed: BPF trampoline and the per-CPU timestamp lookup",
+            rel_spread: 0.5,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's perf lock table (21eee35)",
+        },
+        Assumption {
+            name: "perflock::END_LOCAL_AFTER_CLOCK_NS_ASSUMED",
+            value: perflock::END_LOCAL_AFTER_CLOCK_NS_ASSUMED,
+            unit: "ns",
+            provenance: "assumed: lock_stat hash lookup, min/max updates, clearing the timestamp",
+            rel_spread: 0.5,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's perf lock table (21eee35)",
+        },
+        Assumption {
+            name: "highorder::NODE_STORE_GBPS_ASSUMED",
+            value: highorder::NODE_STORE_GBPS_ASSUMED,
+            unit: "GB/s",
+            provenance: "assumed: about 2/3 of a Kunpeng 920 die's 94 GB/s DDR4-2933 peak reachable with stores",
+            rel_spread: 0.3,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's perf lock table (932b8fd)",
+        },
+        Assumption {
+            name: "highorder::CORE_CLEAR_GBPS_ASSUMED",
+            value: highorder::CORE_CLEAR_GBPS_ASSUMED,
+            unit: "GB/s",
+            provenance: "assumed: clear_page() with DC ZVA on an Armv8.2 core",
+            rel_spread: 0.3,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's perf lock table (932b8fd)",
+        },
+        Assumption {
+            name: "highorder::FAULT_OVERHEAD_NS_ASSUMED",
+            value: highorder::FAULT_OVERHEAD_NS_ASSUMED,
+            unit: "ns",
+            provenance: "assumed: exception entry/return, VMA lookup, folio fast path, memcg charge, rmap and 16 PTEs",
+            rel_spread: 0.5,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's perf lock table (932b8fd)",
+        },
+        Assumption {
+            name: "t003::SHELL8_ORDER4_SHARE",
+            value: crate::validate::t003::SHELL8_ORDER4_SHARE,
+            unit: "fraction of allocations",
+            provenance: "assumed: shell scripts fork and exec small processes whose anonymous regions are mostly below 64 KiB",
+            rel_spread: 1.0,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's shell8 score (31fec61)",
+        },
+        Assumption {
+            name: "memcg-72cpu threads_per_core",
+            value: 2.0,
+            unit: "threads",
+            provenance: "assumed in models/memcg-72cpu.toml: seed 001 says only \"72 CPUs\"; SMT2 decides the held-out gain (+60 % with, +77 % without)",
+            rel_spread: 0.5,
+            used_by: &["001"],
+            chosen_while_seeing: "thread 001's batch 32 and 64 runs and the cover letter's runs (879d831: the SMT mechanism was added while the batch-64 row was watched)",
+        },
+        Assumption {
+            name: "advice::latency_rel_sd",
+            value: 0.05,
+            unit: "relative sd",
+            provenance: "assumed spreads of a latency by provenance: 5 % measured/spec/detected, 10 % derived, 15 % a thread's '~', 20 % assumed",
+            rel_spread: 0.5,
+            used_by: &["004"],
+            chosen_while_seeing: "none (interval width only; no table compares with it)",
+        },
+    ]
+}
+
+/// The assumptions a seed thread's predictions use.
+pub fn for_thread(thread: &str) -> Vec<Assumption> {
+    all()
+        .into_iter()
+        .filter(|a| a.used_by.contains(&thread))
+        .collect()
+}
+
+/// One line for people: `name = value unit (spread ±x %; chosen while seeing: ...)`.
+pub fn describe(a: &Assumption) -> String {
+    format!(
+        "{} = {} {} (spread ±{:.0} %; chosen while seeing {})",
+        a.name,
+        crate::report::sig(a.value, 4),
+        a.unit,
+        100.0 * a.rel_spread,
+        a.chosen_while_seeing
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_assumption_is_finite_with_a_spread_and_a_thread() {
+        for a in all() {
+            assert!(a.value.is_finite(), "{}", a.name);
+            assert!(a.rel_spread > 0.0, "{}", a.name);
+            assert!(!a.used_by.is_empty(), "{}", a.name);
+            assert!(!a.provenance.is_empty(), "{}", a.name);
+        }
+        for t in crate::validate::THREADS {
+            if t != "002" {
+                assert!(
+                    !for_thread(t).is_empty(),
+                    "thread {t} has no assumption listed"
+                );
+            }
+        }
+    }
+}
