@@ -284,8 +284,8 @@ NODES_INVALID = ["0", "-1", "2", "99", "nan"]
 THREAD_INVALID = ["005", "999", "-1", "nan"]
 
 KIND_WEIGHTS = collections.OrderedDict([
-    ("machine", 0.24), ("fit", 0.17), ("zoneinfo", 0.14), ("import", 0.19), ("detect", 0.10),
-    ("flag", 0.16),
+    ("machine", 0.22), ("fit", 0.16), ("zoneinfo", 0.14), ("import", 0.17), ("detect", 0.10),
+    ("flag", 0.21),
 ])
 
 # ---------------------------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def structural_text(rng, data, protect_header=0):
 
 # ---- machine TOML ----
 
-TOML_VALUE = re.compile(r"^(\s*)([a-z_0-9]+)(\s*=\s*\{\s*value\s*=\s*)([^,]+|\[[^\]]*\])(\s*,.*)$")
+TOML_VALUE = re.compile(r"^(\s*)([a-z_0-9]+)(\s*=\s*\{\s*value\s*=\s*)(\[[^\]]*\]|[^,\[]+)(\s*,.*)$")
 TOML_PLAIN = re.compile(r"^(level)(\s*=\s*)(\d+)\s*$")
 
 
@@ -428,17 +428,27 @@ def machine_seed_list():
     return sorted(os.listdir(os.path.join(SEEDS, "machine")))
 
 
-def machine_systematic():
-    out = []
+def machine_systematic(seed="1"):
+    """Value mutants: every (field, probe) once on a randomly chosen seed file first (invalid
+    before valid), then the remaining (file, field, probe) combinations."""
+    allc = []
     for name in machine_seed_list():
         text = read_seed("machine", name).decode()
         for site in machine_sites(text):
             r = RANGES[site[2]]
             for p in r.invalid_probes():
-                out.append((name, site, p, "invalid"))
+                allc.append((name, site, p, "invalid"))
             for p in r.valid_probes():
-                out.append((name, site, p, "any"))
-    return out
+                allc.append((name, site, p, "any"))
+    rng = random.Random("%s:machine:order" % seed)
+    rng.shuffle(allc)
+    first, rest, seen = [], [], set()
+    for c in allc:
+        key = (c[1][1], c[2])
+        (rest if key in seen else first).append(c)
+        seen.add(key)
+    first.sort(key=lambda c: c[3] != "invalid")
+    return first + rest
 
 
 def machine_cmds(index):
@@ -449,9 +459,7 @@ def machine_cmds(index):
 
 def gen_machine(seed, index, cache):
     if "machine" not in cache:
-        sysl = machine_systematic()
-        random.Random("%s:machine:order" % seed).shuffle(sysl)
-        cache["machine"] = sysl
+        cache["machine"] = machine_systematic(seed)
     sysl = cache["machine"]
     mid = "machine-%04d" % index
     rng = rng_for(seed, "machine", index)
@@ -621,7 +629,8 @@ def gen_fit(seed, index, cache):
 
 # ---- /proc/zoneinfo ----
 
-ZI_PAGES = re.compile(r"^(\s*(?:pages free|boost|min|low|high|promo|spanned|present|managed|cma)\s+)(\d+)\s*$")
+# The fields src/kernel/zoneinfo.rs reads (cma and the counters are skipped by design).
+ZI_PAGES = re.compile(r"^(\s*(?:pages free|boost|min|low|high|promo|spanned|present|managed)\s+)(\d+)\s*$")
 ZI_PCP = re.compile(r"^(\s*(count|high|batch|high_min|high_max):\s+)(-?\d+)\s*$")
 ZI_CPU = re.compile(r"^(\s*cpu:\s+)(\d+)\s*$")
 ZI_NODE = re.compile(r"^(Node\s+)(\d+)(,\s*zone\s+\S+)\s*$")
@@ -785,7 +794,8 @@ def gen_import(seed, index, cache):
                                                  "invalid: outside " + RANGES[{"count": "import.count", "bound": "import.bound", "wait": "import.wait_ns"}[role]].reason
                                                  if expect == "invalid" else "changed value")
         return Mutant(mid, "import", name, desc, expect, import_cmd(name), files={name: join_lines(ls)},
-                      tokens=[field, field.split()[-1], "line %d" % (i + 1), ":%d:" % (i + 1)],
+                      tokens=[field, field.split()[-1], "line %d" % (i + 1), ":%d:" % (i + 1),
+                              "'%s" % probe],
                       file_label=name, line=i + 1, drop_check=True)
     if op == 2 and sites:
         # changed or unknown units; a row missing a field; fields swapped in a row
@@ -845,7 +855,7 @@ DETECT_VALUES = {
     "coherency_line_size": (["0", "3", "-64", "4294967296", "nan"], ["32", "128", "256"]),
     "level": (["0", "9", "-1", "nan", "4294967296"], ["1", "2", "3", "4"]),
     "shared_cpu_list": (["0-4294967295", "0-99999999999", "-1", "nan", "5-2"], ["0", "0-1", "0-15", "0,8"]),
-    "physical_package_id": (["4294967296", "-2", "nan"], ["0", "1", "3"]),
+    "physical_package_id": (["4294967296", "nan"], ["0", "1", "3", "-1"]),
     "core_id": (["4294967296", "nan"], ["0", "63", "-1"]),
     "thread_siblings_list": (["0-4294967295", "nan", "3-1"], ["0", "0-1"]),
     "online": (["0-4294967295", "0-99999999", "nan", "-1"], ["0", "0-3"]),
@@ -1055,6 +1065,8 @@ def gen_flag(seed, index, cache):
     if "flag" not in cache:
         sysl = flag_systematic()
         random.Random("%s:flag:order" % seed).shuffle(sysl)
+        rank = lambda c: 0 if c[3] == "invalid" else (2 if c[2] in STRUCTURAL_FLAG_VALUES else 1)
+        sysl.sort(key=rank)  # stable: invalid values first, then valid edges, then structural
         cache["flag"] = sysl
     sysl = cache["flag"]
     mid = "flag-%04d" % index
@@ -1079,7 +1091,8 @@ def gen_flag(seed, index, cache):
     r = RANGES.get(fl)
     why = (" (range %s: %s)" % (range_text(r), r.reason)) if r and fl not in ("--fix", "--kernel") else ""
     return Mutant(mid, "flag", " ".join(base[:1]) + " " + fl, "%s %s=%r%s" % (base[0], fl, v, why),
-                  expect, [argv], files=files, tokens=[fl, fl.lstrip("-")], file_label=None)
+                  expect, [argv], files=files,
+                  tokens=[fl, fl.lstrip("-"), fl.lstrip("-").replace("-", "_")], file_label=None)
 
 
 GENERATORS = {"machine": gen_machine, "fit": gen_fit, "zoneinfo": gen_zoneinfo,
