@@ -1366,10 +1366,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    ap.add_argument("--bin", default=os.path.join(REPO, "target", "release", "pcpmodel"))
-    ap.add_argument("--seed", default="1")
-    ap.add_argument("--count", type=int, default=3000)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--bin", default=os.path.join(REPO, "target", "release", "pcpmodel"),
+                    help="the binary to test (default target/release/pcpmodel)")
+    ap.add_argument("--seed", default="1", help="random seed: same seed, same mutants (default 1)")
+    ap.add_argument("--count", type=int, default=3000, help="mutants in all (default 3000)")
+    ap.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
     ap.add_argument("--quick", action="store_true", help="about 200 mutants, for CI")
     ap.add_argument("--only", help="rebuild, show and run one mutant by id (e.g. machine-0042)")
