@@ -106,7 +106,7 @@ fn json_rows_carry_the_explanation() {
         .find(|r| r["status"] == "live_explained")
         .expect("one explained row");
     assert_eq!(row["zone"], "DMA32");
-    assert_eq!(row["file"], 1938);
+    assert_eq!(row["file"], serde_json::json!([1938, 1938]));
     assert!(row["explanation"]
         .as_str()
         .unwrap()

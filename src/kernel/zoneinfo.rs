@@ -1291,6 +1291,24 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
                         .or_default()
                         .push(p);
                 }
+                let used = z.pagesets.iter().filter(|p| p.high_pages != 0).count();
+                let outside: usize = by_class
+                    .iter()
+                    .filter(|(c, _)| matches!(c, LiveHigh::BelowMin | LiveHigh::AboveMax))
+                    .map(|(_, ps)| ps.len())
+                    .sum();
+                // Only a pre-6.13 file leaves the bounds unprinted: there a wrong CPU count
+                // would hide behind this rule.
+                let unprinted = z.pagesets.iter().all(|p| p.high_min_pages.is_none());
+                if unprinted && used > 1 && outside == used {
+                    notes.push(format!(
+                        "node {} {}: every used CPU's pcp->high is outside [high_min, high_max] \
+                         computed for {cpus_on_node} CPUs on the node; the kernel allows it after \
+                         the bounds moved, but check --cpus-per-node and the kernel version",
+                        z.node,
+                        z.kind.name()
+                    ));
+                }
                 for (class, ps) in by_class {
                     let lo = ps.iter().map(|p| p.high_pages).min().unwrap_or(0);
                     let hi = ps.iter().map(|p| p.high_pages).max().unwrap_or(0);
