@@ -174,6 +174,76 @@ pub struct LockContentionRow {
     pub target: LockTarget,
 }
 
+/// How the parsers treat a row they cannot read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Strict (false, the default): an unreadable row, a missing bucket or an out-of-range
+    /// value is an error naming the file, line and field. Lenient (true, for pasted mail that
+    /// got mangled): such a row is skipped and reported in [`Parsed::skipped`]; the gap it
+    /// leaves in a histogram stays a gap (its samples are not counted).
+    pub lenient: bool,
+}
+
+/// A row skipped (or a gap accepted) in lenient mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// 1-based line.
+    pub line: usize,
+    /// What was skipped and why (the strict mode's error message).
+    pub reason: String,
+}
+
+/// What a parser returns: the items read and, in lenient mode, what it skipped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parsed<T> {
+    /// The histograms or rows read.
+    pub items: Vec<T>,
+    /// Rows skipped and gaps accepted (lenient mode only; empty in strict mode).
+    pub skipped: Vec<Skipped>,
+}
+
+/// Upper bound of a contended count: perf keeps it in an `unsigned int` (`nr_contended`, and
+/// the BPF `contention_data.count` is a `u32`).
+pub const MAX_CONTENDED: u64 = u32::MAX as u64;
+/// Upper bound of a perf lock wait time, ns: perf keeps wait times as `u64` nanoseconds.
+pub const MAX_WAIT_NS: f64 = u64::MAX as f64;
+
+/// Records a row error: skipped in lenient mode, returned in strict mode.
+fn skip_or_fail(opts: ParseOptions, skipped: &mut Vec<Skipped>, e: Error) -> Result<()> {
+    if !opts.lenient {
+        return Err(e);
+    }
+    let line = match &e {
+        Error::Parse { line, .. } => *line,
+        _ => 0,
+    };
+    let reason = e
+        .to_string()
+        .replace(" (--lenient skips such rows with a warning)", "")
+        .replace(
+            "; --lenient keeps the gap, without its samples",
+            "; gap kept, its samples not counted",
+        );
+    skipped.push(Skipped { line, reason });
+    Ok(())
+}
+
+/// The words of line `line` from word `i` on, joined, at most 60 characters: the row as seen.
+fn row_text(t: &[Tok], i: usize) -> String {
+    let line = line_at(t, i);
+    let mut s = t[i.min(t.len().saturating_sub(1))..]
+        .iter()
+        .take_while(|x| x.line == line)
+        .take(12)
+        .map(|x| x.s.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if s.chars().count() > 60 {
+        s = s.chars().take(57).collect::<String>() + "...";
+    }
+    s
+}
+
 // ---------------------------------------------------------------------------------------------
 // Normalisation
 
@@ -330,13 +400,29 @@ fn found(t: &[Tok], i: usize) -> String {
 /// errors. A histogram starts at a header such as `nsecs : count distribution`, continues with
 /// rows `lo -> hi : count |***|` (contiguous, ascending), and may end with
 /// `avg = A nsecs, total: T nsecs, count: N`.
+///
+/// Strict: a row that cannot be read while rows continue after it (a bad bound, a stray
+/// byte), and a missing bucket (funclatency prints every bucket from the first to the last
+/// non-empty one, so a gap means lost rows) are errors naming the line. See [`ParseOptions`]
+/// for the lenient mode.
 pub fn funclatency(text: &str, file: &str) -> Result<Vec<ImportedHistogram>> {
+    Ok(funclatency_with(text, file, ParseOptions::default())?.items)
+}
+
+/// [`funclatency`] with options; returns what lenient mode skipped.
+pub fn funclatency_with(
+    text: &str,
+    file: &str,
+    opts: ParseOptions,
+) -> Result<Parsed<ImportedHistogram>> {
     let t = tokenize(text);
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     let mut i = 0;
     while i < t.len() {
         if let Some((unit, after)) = funclatency_header(&t, i) {
-            let (h, next) = funclatency_body(&t, i, after, unit, out.len() + 1, file)?;
+            let (h, next) =
+                funclatency_body(&t, i, after, unit, out.len() + 1, file, opts, &mut skipped)?;
             out.push(h);
             i = next;
         } else {
@@ -351,7 +437,33 @@ pub fn funclatency(text: &str, file: &str) -> Result<Vec<ImportedHistogram>> {
             "no funclatency histogram found (expected a header such as 'nsecs : count distribution')",
         ));
     }
-    Ok(out)
+    Ok(Parsed {
+        items: out,
+        skipped,
+    })
+}
+
+/// A funclatency row starts at word `i`: `N ->`.
+fn funclatency_row_starts(t: &[Tok], i: usize) -> bool {
+    word(t, i).is_some_and(is_uint) && word(t, i + 1) == Some("->")
+}
+
+/// The tail of a funclatency row at word `k`: `-> N :` or `-> N:`.
+fn funclatency_row_tail(t: &[Tok], k: usize) -> bool {
+    word(t, k) == Some("->")
+        && match word(t, k + 1) {
+            Some(w) if is_uint(w) => word(t, k + 2) == Some(":"),
+            Some(w) => w.strip_suffix(':').is_some_and(is_uint),
+            None => false,
+        }
+}
+
+/// Rows of the histogram continue at or after word `j` (before the avg line, the next header
+/// or the end): the index of the first row tail found.
+fn funclatency_rows_continue(t: &[Tok], j: usize) -> Option<usize> {
+    (j..t.len())
+        .take_while(|&k| word(t, k) != Some("avg") && funclatency_header(t, k).is_none())
+        .find(|&k| funclatency_row_tail(t, k))
 }
 
 fn funclatency_header(t: &[Tok], i: usize) -> Option<(TimeUnit, usize)> {
@@ -413,6 +525,7 @@ fn bucket_ns(lo: u64, hi_exclusive: u64, count: u64, unit: TimeUnit) -> Option<B
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn funclatency_body(
     t: &[Tok],
     header: usize,
@@ -420,73 +533,66 @@ fn funclatency_body(
     unit: TimeUnit,
     index: usize,
     file: &str,
+    opts: ParseOptions,
+    skipped: &mut Vec<Skipped>,
 ) -> Result<(ImportedHistogram, usize)> {
     let header_line = t[header].line;
     let mut buckets: Vec<Bucket> = Vec::new();
     let mut prev_hi: Option<u64> = None;
     let mut j = skip_bars(t, after);
-    while word(t, j).is_some_and(is_uint) && word(t, j + 1) == Some("->") {
-        let line = t[j].line;
-        let lo = parse_uint(t, j, file, "lo", "the bucket's lower bound")?;
-        let hi_word = word(t, j + 2).unwrap_or("");
-        let glued_colon = hi_word.ends_with(':') && hi_word.len() > 1;
-        let hi = if glued_colon {
-            hi_word.trim_end_matches(':').parse::<u64>().map_err(|_| {
-                err(
-                    file,
-                    line,
-                    "hi",
-                    format!("expected an integer, found '{hi_word}'"),
-                )
-            })?
-        } else {
-            parse_uint(t, j + 2, file, "hi", "the bucket's upper bound after '->'")?
+    loop {
+        if funclatency_row_starts(t, j) {
+            match funclatency_row(t, j, unit, prev_hi, file) {
+                Ok((b, hi, next, gap)) => {
+                    if let Some(g) = gap {
+                        skip_or_fail(opts, skipped, g)?;
+                    }
+                    prev_hi = Some(hi);
+                    buckets.push(b);
+                    j = skip_bars(t, next);
+                }
+                Err(e) => {
+                    skip_or_fail(opts, skipped, e)?;
+                    j = next_funclatency_row(t, j + 1);
+                }
+            }
+            continue;
+        }
+        // Not a row: the histogram ends here unless rows continue after this word.
+        let Some(tail) = funclatency_rows_continue(t, j) else {
+            break;
         };
-        let mut k = j + 3;
-        if !glued_colon {
-            if word(t, k) != Some(":") {
-                return Err(err(
-                    file,
-                    line_at(t, k),
-                    "row",
-                    format!("expected ':' after '{lo} -> {hi}', {}", found(t, k)),
-                ));
-            }
-            k += 1;
-        }
-        let count = parse_uint(t, k, file, "count", "the bucket's count")?;
-        if lo > hi {
-            return Err(err(
-                file,
-                line,
+        let (field, what) = if tail == j + 1 {
+            (
+                "lo",
+                format!(
+                    "'{}' is not a bucket's lower bound (an integer)",
+                    word(t, j).unwrap_or("")
+                ),
+            )
+        } else {
+            (
                 "row",
-                format!("bucket {lo} -> {hi} has its lower bound above its upper bound"),
-            ));
-        }
-        if let Some(p) = prev_hi {
-            if p.checked_add(1) != Some(lo) {
-                return Err(err(
-                    file,
-                    line,
-                    "row",
-                    format!("bucket {lo} -> {hi} does not start right after the previous bucket, which ended at {p}"),
-                ));
-            }
-        }
-        prev_hi = Some(hi);
-        let b = hi
-            .checked_add(1)
-            .and_then(|hx| bucket_ns(lo, hx, count, unit))
-            .ok_or_else(|| {
-                err(
-                    file,
-                    line,
-                    "row",
-                    "bucket bounds overflow when converted to ns",
-                )
-            })?;
-        buckets.push(b);
-        j = skip_bars(t, k + 1);
+                "expected a row such as '512 -> 1023 : 12'".to_string(),
+            )
+        };
+        let more = if line_at(t, tail) == line_at(t, j) {
+            String::new()
+        } else {
+            format!("; rows continue at line {}", line_at(t, tail))
+        };
+        let e = err(
+            file,
+            line_at(t, j),
+            field,
+            format!(
+                "unreadable histogram row '{}': {what}{more} \
+                 (--lenient skips such rows with a warning)",
+                row_text(t, j),
+            ),
+        );
+        skip_or_fail(opts, skipped, e)?;
+        j = next_funclatency_row(t, j + 1);
     }
     if buckets.is_empty() {
         return Err(err(
@@ -551,6 +657,115 @@ fn funclatency_body(
     Ok((h, j))
 }
 
+/// The next funclatency row start at or after word `j` (or the end of its histogram).
+fn next_funclatency_row(t: &[Tok], j: usize) -> usize {
+    (j..t.len())
+        .find(|&k| {
+            funclatency_row_starts(t, k)
+                || word(t, k) == Some("avg")
+                || funclatency_header(t, k).is_some()
+        })
+        .unwrap_or(t.len())
+}
+
+/// One row `lo -> hi : count` at word `j`: the bucket in ns, `hi`, the index after the count,
+/// and the gap error when the row does not start right after the previous one.
+fn funclatency_row(
+    t: &[Tok],
+    j: usize,
+    unit: TimeUnit,
+    prev_hi: Option<u64>,
+    file: &str,
+) -> Result<(Bucket, u64, usize, Option<Error>)> {
+    let line = t[j].line;
+    let lo = parse_uint(t, j, file, "lo", "the bucket's lower bound")?;
+    let hi_word = word(t, j + 2).unwrap_or("");
+    let glued_colon = hi_word.ends_with(':') && hi_word.len() > 1;
+    let hi = if glued_colon {
+        hi_word.trim_end_matches(':').parse::<u64>().map_err(|_| {
+            err(
+                file,
+                line,
+                "hi",
+                format!("expected an integer, found '{hi_word}'"),
+            )
+        })?
+    } else {
+        parse_uint(t, j + 2, file, "hi", "the bucket's upper bound after '->'")?
+    };
+    let mut k = j + 3;
+    if !glued_colon {
+        if word(t, k) != Some(":") {
+            return Err(err(
+                file,
+                line_at(t, k),
+                "row",
+                format!("expected ':' after '{lo} -> {hi}', {}", found(t, k)),
+            ));
+        }
+        k += 1;
+    }
+    if line_at(t, k) != line {
+        return Err(err(
+            file,
+            line,
+            "count",
+            format!("row '{lo} -> {hi} :' has no count on its line"),
+        ));
+    }
+    let count = parse_uint(t, k, file, "count", "the bucket's count")?;
+    if lo > hi {
+        return Err(err(
+            file,
+            line,
+            "row",
+            format!("bucket {lo} -> {hi} has its lower bound above its upper bound"),
+        ));
+    }
+    let gap = match prev_hi {
+        Some(p) if p >= lo => {
+            return Err(err(
+                file,
+                line,
+                "row",
+                format!("bucket {lo} -> {hi} overlaps the previous bucket, which ended at {p}"),
+            ))
+        }
+        Some(p) if p + 1 != lo => Some(gap_error(file, line, p, lo, unit.name())),
+        _ => None,
+    };
+    let b = hi
+        .checked_add(1)
+        .and_then(|hx| bucket_ns(lo, hx, count, unit))
+        .ok_or_else(|| {
+            err(
+                file,
+                line,
+                "row",
+                "bucket bounds overflow when converted to ns",
+            )
+        })?;
+    Ok((b, hi, k + 1, gap))
+}
+
+/// A gap between printed buckets. funclatency and bpftrace both print every bucket from the
+/// first to the last non-empty one (empty ones with count 0), so a gap means rows were lost:
+/// an error in strict mode; in lenient mode the gap stays (its samples are not counted).
+fn gap_error(file: &str, line: usize, prev_end: u64, next_lo: u64, unit: &str) -> Error {
+    err(
+        file,
+        line,
+        "row",
+        format!(
+            "buckets {}..{} {unit} are missing before this row (the previous bucket ended at \
+             {prev_end}; the tool prints every bucket between the first and the last non-empty \
+             one, so rows were lost); --lenient keeps the gap, without its samples",
+            prev_end + 1,
+            next_lo - 1
+        ),
+    )
+}
+
 fn avg_unit(t: &[Tok], i: usize, file: &str) -> Result<TimeUnit> {
     word(t, i)
         .map(|w| w.trim_end_matches(','))
@@ -576,13 +791,28 @@ fn avg_unit(t: &[Tok], i: usize, file: &str) -> Result<TimeUnit> {
 /// `[lo, hi)  count |@@@|` (`[0]`, `[1]` singletons; `K`/`M`/`G` suffixes are powers of 1024).
 /// Open-ended rows (`(..., 0)`, `[100, ...)`) and negative buckets are accepted only when
 /// empty: a latency histogram with samples outside its range has no usable bounds.
+///
+/// Strict, like [`funclatency`]: an unreadable row while rows continue after it, and a gap
+/// between printed buckets (bpftrace prints every bucket between the first and the last
+/// non-empty one), are errors naming the line. See [`ParseOptions`] for the lenient mode.
 pub fn bpftrace(text: &str, file: &str, unit: TimeUnit) -> Result<Vec<ImportedHistogram>> {
+    Ok(bpftrace_with(text, file, unit, ParseOptions::default())?.items)
+}
+
+/// [`bpftrace`] with options; returns what lenient mode skipped.
+pub fn bpftrace_with(
+    text: &str,
+    file: &str,
+    unit: TimeUnit,
+    opts: ParseOptions,
+) -> Result<Parsed<ImportedHistogram>> {
     let t = tokenize(text);
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     let mut i = 0;
     while i < t.len() {
         if let Some((label, after)) = bpftrace_header(&t, i) {
-            let (native, next) = bpftrace_rows(&t, after, file)?;
+            let (native, next) = bpftrace_rows(&t, after, file, unit, opts, &mut skipped)?;
             if native.is_empty() {
                 i = after;
                 continue;
@@ -635,7 +865,24 @@ pub fn bpftrace(text: &str, file: &str, unit: TimeUnit) -> Result<Vec<ImportedHi
             "no bpftrace histogram found (expected '@name:' followed by rows such as '[512, 1K)  262 |@@  |')",
         ));
     }
-    Ok(out)
+    Ok(Parsed {
+        items: out,
+        skipped,
+    })
+}
+
+/// A bpftrace bucket starts at word `k`: `[lo,`, `[n]` or `(...,`.
+fn bpftrace_row_starts(t: &[Tok], k: usize) -> bool {
+    word(t, k).is_some_and(|w| {
+        (w.starts_with('[') || w.starts_with('(')) && (w.ends_with(',') || w.ends_with(']'))
+    })
+}
+
+/// Rows of the map continue at or after word `j` (before the next map or the end).
+fn bpftrace_rows_continue(t: &[Tok], j: usize) -> Option<usize> {
+    (j..t.len())
+        .take_while(|&k| bpftrace_header(t, k).is_none())
+        .find(|&k| bpftrace_row_starts(t, k))
 }
 
 fn bpftrace_header(t: &[Tok], i: usize) -> Option<(String, usize)> {
@@ -680,86 +927,142 @@ fn suffixed(s: &str) -> Option<i128> {
 /// are dropped.
 type NativeRow = (i128, i128, u64, usize);
 
-fn bpftrace_rows(t: &[Tok], mut j: usize, file: &str) -> Result<(Vec<NativeRow>, usize)> {
+fn bpftrace_rows(
+    t: &[Tok],
+    mut j: usize,
+    file: &str,
+    unit: TimeUnit,
+    opts: ParseOptions,
+    skipped: &mut Vec<Skipped>,
+) -> Result<(Vec<NativeRow>, usize)> {
     let mut rows: Vec<NativeRow> = Vec::new();
     loop {
         j = skip_bars(t, j);
         let Some(w) = word(t, j) else { break };
         if !(w.starts_with('[') || w.starts_with('(')) {
-            break;
-        }
-        let line = t[j].line;
-        let bad = |what: &str| {
-            err(
-                file,
-                line,
-                "bucket",
-                format!("malformed bucket ({what}) at '{w}': expected '[lo, hi)', '[n]', '(..., hi)' or '[lo, ...)'"),
-            )
-        };
-        // Bounds: None means open ("...").
-        let (lo, hx, next): (Option<i128>, Option<i128>, usize) =
-            if let Some(inner) = w.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
-                let v = suffixed(inner).ok_or_else(|| bad("singleton"))?;
-                (Some(v), Some(v + 1), j + 1)
-            } else {
-                let a = w[1..].strip_suffix(',').ok_or_else(|| bad("missing ','"))?;
-                let b_word = word(t, j + 1).ok_or_else(|| bad("missing upper bound"))?;
-                let b = b_word.strip_suffix(')').ok_or_else(|| bad("missing ')'"))?;
-                let lo = if a == "..." {
-                    None
-                } else {
-                    Some(suffixed(a).ok_or_else(|| bad("lower bound"))?)
-                };
-                let hx = if b == "..." {
-                    None
-                } else {
-                    Some(suffixed(b).ok_or_else(|| bad("upper bound"))?)
-                };
-                if w.starts_with('(') != lo.is_none() {
-                    return Err(bad("'(' goes with '...'"));
-                }
-                (lo, hx, j + 2)
+            // Not a row: the map ends here unless rows continue after this word.
+            let Some(next_row) = bpftrace_rows_continue(t, j) else {
+                break;
             };
-        let count = parse_uint(t, next, file, "count", "the bucket's count")?;
-        j = next + 1;
-        match (lo, hx) {
-            (Some(lo), Some(hx)) if lo >= 0 => {
-                if hx <= lo {
-                    return Err(err(
-                        file,
-                        line,
-                        "bucket",
-                        format!("bucket '{w}' is empty or inverted"),
-                    ));
-                }
+            let e = err(
+                file,
+                line_at(t, j),
+                "bucket",
+                format!(
+                    "unreadable histogram row '{}': expected a row such as '[512, 1K)  262'; \
+                     rows continue at line {} (--lenient skips such rows with a warning)",
+                    row_text(t, j),
+                    line_at(t, next_row)
+                ),
+            );
+            skip_or_fail(opts, skipped, e)?;
+            j = next_row;
+            continue;
+        }
+        match bpftrace_row(t, j, file) {
+            Ok((row, next)) => {
+                j = next;
+                let Some((lo, hx, count, line)) = row else {
+                    continue;
+                };
                 if let Some(&(_, prev_hx, _, _)) = rows.last() {
                     if lo < prev_hx {
-                        return Err(err(
+                        let e = err(
                             file,
                             line,
                             "bucket",
                             format!("bucket '{w}' overlaps or precedes the previous one"),
-                        ));
+                        );
+                        skip_or_fail(opts, skipped, e)?;
+                        continue;
                     }
-                }
-                if hx > u64::MAX as i128 {
-                    return Err(err(file, line, "bucket", "bucket bound does not fit in 64 bits"));
+                    if lo > prev_hx {
+                        let g = gap_error(file, line, (prev_hx - 1) as u64, lo as u64, unit.name());
+                        skip_or_fail(opts, skipped, g)?;
+                    }
                 }
                 rows.push((lo, hx, count, line));
             }
-            _ if count == 0 => {}
-            _ => {
-                return Err(err(
-                    file,
-                    line,
-                    "bucket",
-                    format!("open-ended or negative bucket '{w}' holds {count} samples; a latency histogram needs bounded, non-negative buckets (widen the lhist range)"),
-                ))
+            Err(e) => {
+                skip_or_fail(opts, skipped, e)?;
+                j = (j + 1..t.len())
+                    .find(|&k| bpftrace_row_starts(t, k) || bpftrace_header(t, k).is_some())
+                    .unwrap_or(t.len());
             }
         }
     }
     Ok((rows, j))
+}
+
+/// One bpftrace row at word `j`: the bucket (None for an empty open or negative one) and the
+/// index after it.
+fn bpftrace_row(t: &[Tok], j: usize, file: &str) -> Result<(Option<NativeRow>, usize)> {
+    let w = word(t, j).unwrap_or("");
+    let line = t[j].line;
+    let bad = |what: &str| {
+        err(
+            file,
+            line,
+            "bucket",
+            format!("malformed bucket ({what}) at '{w}': expected '[lo, hi)', '[n]', '(..., hi)' or '[lo, ...)'"),
+        )
+    };
+    // Bounds: None means open ("...").
+    let (lo, hx, next): (Option<i128>, Option<i128>, usize) =
+        if let Some(inner) = w.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
+            let v = suffixed(inner).ok_or_else(|| bad("singleton"))?;
+            (Some(v), Some(v + 1), j + 1)
+        } else {
+            let a = w[1..].strip_suffix(',').ok_or_else(|| bad("missing ','"))?;
+            let b_word = word(t, j + 1).ok_or_else(|| bad("missing upper bound"))?;
+            let b = b_word.strip_suffix(')').ok_or_else(|| bad("missing ')'"))?;
+            let lo = if a == "..." {
+                None
+            } else {
+                Some(suffixed(a).ok_or_else(|| bad("lower bound"))?)
+            };
+            let hx = if b == "..." {
+                None
+            } else {
+                Some(suffixed(b).ok_or_else(|| bad("upper bound"))?)
+            };
+            if w.starts_with('(') != lo.is_none() {
+                return Err(bad("'(' goes with '...'"));
+            }
+            (lo, hx, j + 2)
+        };
+    if line_at(t, next) != line {
+        return Err(err(
+            file,
+            line,
+            "count",
+            format!("bucket '{w}' has no count on its line"),
+        ));
+    }
+    let count = parse_uint(t, next, file, "count", "the bucket's count")?;
+    match (lo, hx) {
+        (Some(lo), Some(hx)) if lo >= 0 => {
+            if hx <= lo {
+                return Err(err(
+                    file,
+                    line,
+                    "bucket",
+                    format!("bucket '{w}' is empty or inverted"),
+                ));
+            }
+            if hx > u64::MAX as i128 {
+                return Err(err(file, line, "bucket", "bucket bound does not fit in 64 bits"));
+            }
+            Ok((Some((lo, hx, count, line)), next + 1))
+        }
+        _ if count == 0 => Ok((None, next + 1)),
+        _ => Err(err(
+            file,
+            line,
+            "bucket",
+            format!("open-ended or negative bucket '{w}' holds {count} samples; a latency histogram needs bounded, non-negative buckets (widen the lhist range)"),
+        )),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -794,9 +1097,27 @@ struct Layout {
 /// case the columns are inferred: a count, three or four times, then the target. Time cells are
 /// a decimal and a unit (`ns`, `us`, `ms`, `s`, `m`, `h`). Consecutive rows form one table;
 /// anything else between rows starts a new one.
+///
+/// Strict: every row needs every field on its line (a row without its caller does not take
+/// the next row's count for one); a row that cannot be read inside a table (a negative count,
+/// an unknown unit) is an error naming the line and field, not a silent end of the table;
+/// counts above perf's `unsigned int`, times of 2^64 ns or more, and cells out of order
+/// (max wait above total wait, avg above max, min above avg, avg times contended far from the
+/// total, beyond the printed rounding) are errors naming the field. See [`ParseOptions`] for
+/// the lenient mode.
 pub fn perf_lock(text: &str, file: &str) -> Result<Vec<LockContentionRow>> {
+    Ok(perf_lock_with(text, file, ParseOptions::default())?.items)
+}
+
+/// [`perf_lock`] with options; returns what lenient mode skipped.
+pub fn perf_lock_with(
+    text: &str,
+    file: &str,
+    opts: ParseOptions,
+) -> Result<Parsed<LockContentionRow>> {
     let t = tokenize(text);
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     let mut table = 0usize;
     let mut layout: Option<Layout> = None;
     // True between rows of one table; a header or any other word ends the table.
@@ -813,14 +1134,27 @@ pub fn perf_lock(text: &str, file: &str) -> Result<Vec<LockContentionRow>> {
             Some(l) if lock_row_starts(&t, i) => Some(l.clone()),
             _ => infer_layout(&t, i),
         };
-        if let Some(l) = row_layout {
+        let expecting = layout.is_some() || in_table;
+        let broken = row_layout.is_none() && expecting && lock_row_broken(&t, i);
+        if row_layout.is_some() || broken {
             if !in_table {
                 table += 1;
                 in_table = true;
             }
-            let (row, next) = lock_row(&t, i, &l, table, file)?;
-            out.push(row);
-            i = next;
+            let parsed = match (&row_layout, &layout) {
+                (Some(l), _) | (None, Some(l)) => lock_row(&t, i, l, table, file),
+                (None, None) => Err(broken_row_error(&t, i, file)),
+            };
+            match parsed {
+                Ok((row, next)) => {
+                    out.push(row);
+                    i = next;
+                }
+                Err(e) => {
+                    skip_or_fail(opts, &mut skipped, e)?;
+                    i = next_lock_row(&t, i + 1);
+                }
+            }
             continue;
         }
         in_table = false;
@@ -835,7 +1169,60 @@ pub fn perf_lock(text: &str, file: &str) -> Result<Vec<LockContentionRow>> {
             "no perf lock contention rows found (expected rows such as '713  4.64 ms  74.37 us  6.51 us  spinlock  __alloc_pages+0x23c')",
         ));
     }
-    Ok(out)
+    Ok(Parsed {
+        items: out,
+        skipped,
+    })
+}
+
+/// The next row start or header at or after word `j`.
+fn next_lock_row(t: &[Tok], j: usize) -> usize {
+    (j..t.len())
+        .find(|&k| lock_row_starts(t, k) || perf_lock_header(t, k).is_some())
+        .unwrap_or(t.len())
+}
+
+/// Inside a table, word `i` starts no readable row but its line holds at least two time
+/// cells before the next row or header: a row that cannot be read, not the end of the table.
+fn lock_row_broken(t: &[Tok], i: usize) -> bool {
+    let line = line_at(t, i);
+    let end = next_lock_row(t, i + 1).min(i + 14);
+    (i..end)
+        .filter(|&k| t[k].line == line && time_cell(t, k).is_some())
+        .count()
+        >= 2
+}
+
+fn broken_row_error(t: &[Tok], i: usize, file: &str) -> Error {
+    let w = word(t, i).unwrap_or("");
+    let (field, what) = if !is_uint(w) {
+        (
+            "contended",
+            format!("'{w}' is not a contended count (perf prints a non-negative integer)"),
+        )
+    } else {
+        (
+            "total wait",
+            format!(
+                "expected a time such as '4.64 ms' after the count, found '{}'",
+                [word(t, i + 1), word(t, i + 2)]
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        )
+    };
+    err(
+        file,
+        line_at(t, i),
+        field,
+        format!(
+            "unreadable row '{}': {what} (--lenient skips such rows with a warning)",
+            row_text(t, i)
+        ),
+    )
 }
 
 fn perf_lock_header(t: &[Tok], i: usize) -> Option<(Layout, usize)> {
@@ -976,7 +1363,19 @@ fn lock_row(
     for col in &layout.cols {
         match col {
             LockCol::Contended => {
-                contended = Some(parse_uint(t, j, file, "contended", "the contended count")?);
+                let c = parse_uint(t, j, file, "contended", "the contended count")?;
+                if c > MAX_CONTENDED {
+                    return Err(err(
+                        file,
+                        line,
+                        "contended",
+                        format!(
+                            "{c} is above {MAX_CONTENDED}: perf counts contentions in an \
+                             unsigned int"
+                        ),
+                    ));
+                }
+                contended = Some(c);
                 j += 1;
             }
             c => {
@@ -987,13 +1386,46 @@ fn lock_row(
                     _ => "avg wait",
                 };
                 let (v, next) = time_cell(t, j).ok_or_else(|| {
+                    let seen = [word(t, j), word(t, j + 1)]
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" ");
                     err(
                         file,
                         line_at(t, j),
                         name,
-                        format!("expected a time such as '4.64 ms', {}", found(t, j)),
+                        if seen.is_empty() {
+                            format!("expected a time such as '4.64 ms', {}", found(t, j))
+                        } else {
+                            format!(
+                                "expected a time such as '4.64 ms' (units ns, us, ms, s, m, h), \
+                                 found '{seen}'"
+                            )
+                        },
                     )
                 })?;
+                if line_at(t, j) != line {
+                    return Err(err(
+                        file,
+                        line,
+                        name,
+                        format!("the row has no '{name}': it ends at its line"),
+                    ));
+                }
+                if v.ns >= MAX_WAIT_NS {
+                    return Err(err(
+                        file,
+                        line,
+                        name,
+                        format!(
+                            "'{}' is 2^64 ns or more: perf keeps wait times as u64 nanoseconds \
+                             (584 years)",
+                            v.text
+                        ),
+                    ));
+                }
                 match c {
                     LockCol::Total => total = Some(v),
                     LockCol::Max => max = Some(v),
@@ -1016,15 +1448,38 @@ fn lock_row(
     let total_wait = total.ok_or_else(|| missing("total wait"))?;
     let max_wait = max.ok_or_else(|| missing("max wait"))?;
     let avg_wait = avg.ok_or_else(|| missing("avg wait"))?;
+    check_wait_order(
+        file,
+        line,
+        contended,
+        &total_wait,
+        &max_wait,
+        min.as_ref(),
+        &avg_wait,
+    )?;
+    // A field must be on the row's line and must not be the start of the next row.
     let need = |k: usize, what: &str| -> Result<String> {
-        word(t, k).map(str::to_string).ok_or_else(|| {
+        let missing = |why: String| {
             err(
                 file,
-                line_at(t, k),
+                line,
                 what,
-                format!("expected the {what} after the wait times, found the end of the text"),
+                format!("the row has no {what} ({why}); every field of a row is needed"),
             )
-        })
+        };
+        let Some(w) = word(t, k) else {
+            return Err(missing("the text ends".to_string()));
+        };
+        if t[k].line != line {
+            return Err(missing(format!(
+                "its line ends before it; line {} follows",
+                t[k].line
+            )));
+        }
+        if lock_row_starts(t, k) {
+            return Err(missing(format!("'{w}' starts the next row")));
+        }
+        Ok(w.to_string())
     };
     let target = match layout.target {
         TargetKind::Caller => {
@@ -1091,6 +1546,80 @@ fn lock_row(
         },
         j,
     ))
+}
+
+/// Half a unit of the last printed digit of a time cell, ns: the rounding of the print.
+fn half_ulp_ns(w: &WaitTime) -> f64 {
+    let (num, unit) = match w.text.split_once(' ') {
+        Some((n, u)) => (n, u),
+        None => {
+            let split = w
+                .text
+                .find(|c: char| c.is_ascii_alphabetic())
+                .unwrap_or(w.text.len());
+            w.text.split_at(split)
+        }
+    };
+    let decimals = num.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+    lock_unit(unit).unwrap_or(1) as f64 * 0.5 * 10f64.powi(-decimals)
+}
+
+/// The wait cells of one row must be in the order perf computes them: min <= avg <= max <=
+/// total, avg = total / contended, each within its printed rounding.
+fn check_wait_order(
+    file: &str,
+    line: usize,
+    contended: u64,
+    total: &WaitTime,
+    max: &WaitTime,
+    min: Option<&WaitTime>,
+    avg: &WaitTime,
+) -> Result<()> {
+    let above = |a: &WaitTime, b: &WaitTime| a.ns > b.ns + half_ulp_ns(a) + half_ulp_ns(b);
+    let order = |field: &str, a: &WaitTime, rel: &str, b: &WaitTime| {
+        err(
+            file,
+            line,
+            field,
+            format!(
+                "{field} '{}' is above {rel} '{}': perf's cells satisfy min <= avg <= max <= \
+                 total",
+                a.text, b.text
+            ),
+        )
+    };
+    if above(max, total) {
+        return Err(order("max wait", max, "total wait", total));
+    }
+    if above(avg, max) {
+        return Err(order("avg wait", avg, "max wait", max));
+    }
+    if let Some(m) = min {
+        if above(m, avg) {
+            return Err(order("min wait", m, "avg wait", avg));
+        }
+    }
+    if contended > 0 {
+        let c = contended as f64;
+        // avg = total / contended truncated to ns, then each cell rounded in print.
+        let slack = c * (half_ulp_ns(avg) + 1.0) + half_ulp_ns(total);
+        if (avg.ns * c - total.ns).abs() > slack {
+            return Err(err(
+                file,
+                line,
+                "avg wait",
+                format!(
+                    "avg wait '{}' times contended {contended} is {:.0} ns, but total wait is \
+                     '{}' ({:.0} ns): perf prints avg = total / contended",
+                    avg.text,
+                    avg.ns * c,
+                    total.text,
+                    total.ns
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

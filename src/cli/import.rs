@@ -5,7 +5,9 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use pcpmodel::import::{self, ImportedHistogram, LockContentionRow, LockTarget, TimeUnit};
+use pcpmodel::import::{
+    self, ImportedHistogram, LockContentionRow, LockTarget, ParseOptions, TimeUnit,
+};
 use pcpmodel::report::{sig, Format, Report, Table};
 
 /// Text formats `pcpmodel import` reads.
@@ -50,7 +52,17 @@ impl From<UnitArg> for TimeUnit {
 Pasted mail is fine: '> ' quote prefixes at any depth and quoted-printable (=3D, soft breaks)
 are undone first. A text holding several histograms gives all of them, in order.
 
-Output (--format csv):
+No data is dropped silently. A row that cannot be read (a bad bound, a stray byte, a negative
+count, an unknown unit, a perf-lock row missing its caller) is an error naming the file, line
+and field (exit 2); --lenient skips such rows instead, with one warning per row on stderr.
+Bucket gaps are handled the same way for funclatency and bpftrace: both tools print every
+bucket from the first to the last non-empty one, so a missing bucket means lost rows: an error,
+or with --lenient a warning, the gap kept in the output and its samples not counted.
+perf-lock values are bounded as perf stores them: contended <= 4294967295 (unsigned int),
+times < 2^64 ns, and min <= avg <= max <= total, avg = total / contended within the printed
+rounding.
+
+Output (default --format csv, which `pcpmodel fit --data` reads; --format table for people):
   histograms, one selected (only one found, or --index N):  lo_ns,hi_ns,count
   histograms, several:                                     histogram,lo_ns,hi_ns,count
   perf-lock: table,line,contended,total_wait_ns,max_wait_ns,min_wait_ns,avg_wait_ns,kind,lock_type,key,name
@@ -58,8 +70,10 @@ Bucket bounds are inclusive ns; usecs/msecs buckets are widened to whole units
 (usecs 4 -> 7 is 4000..7999 ns).
 
 Examples:
-  pcpmodel import funclatency reply.eml --format csv > hist.csv
-  sudo bpftrace lat.bt | pcpmodel import bpftrace - --unit us --index 1 --format csv
+  pcpmodel import funclatency paste.txt --index 1 > hist.csv
+  pcpmodel fit --model zone-lock --data hist.csv --residual absolute
+  pcpmodel import funclatency reply.eml --lenient --format table
+  sudo bpftrace lat.bt | pcpmodel import bpftrace - --unit us --index 1
   pcpmodel import perf-lock contention.txt --format json")]
 pub struct Args {
     /// Format of the text.
@@ -73,6 +87,10 @@ pub struct Args {
     /// Keep only the N-th histogram (1-based, in text order).
     #[arg(long)]
     pub index: Option<usize>,
+    /// Skip unreadable rows (and accept the bucket gaps they leave) with a warning per row on
+    /// stderr, instead of stopping with an error. For pasted mail that got mangled.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Runs `pcpmodel import`.
@@ -84,17 +102,33 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     if args.index.is_some() && args.kind == Kind::PerfLock {
         anyhow::bail!("--index applies to histograms only");
     }
-    let report = match args.kind {
-        Kind::Funclatency => {
-            histogram_report(import::funclatency(&text, &label)?, args.index, &label)?
-        }
-        Kind::Bpftrace => histogram_report(
-            import::bpftrace(&text, &label, args.unit.unwrap_or_default().into())?,
-            args.index,
-            &label,
-        )?,
-        Kind::PerfLock => lock_report(import::perf_lock(&text, &label)?),
+    let opts = ParseOptions {
+        lenient: args.lenient,
     };
+    let (report, skipped) = match args.kind {
+        Kind::Funclatency => {
+            let p = import::funclatency_with(&text, &label, opts)?;
+            (histogram_report(p.items, args.index, &label)?, p.skipped)
+        }
+        Kind::Bpftrace => {
+            let p =
+                import::bpftrace_with(&text, &label, args.unit.unwrap_or_default().into(), opts)?;
+            (histogram_report(p.items, args.index, &label)?, p.skipped)
+        }
+        Kind::PerfLock => {
+            let p = import::perf_lock_with(&text, &label, opts)?;
+            (lock_report(p.items), p.skipped)
+        }
+    };
+    for s in &skipped {
+        eprintln!("warning: skipped (--lenient): {}", s.reason);
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "warning: {} row(s) or gap(s) skipped in {label}; the output lacks their data",
+            skipped.len()
+        );
+    }
     super::emit(&report, format)
 }
 

@@ -63,9 +63,10 @@ Examples:
 #[derive(Debug, Parser)]
 #[command(name = "pcpmodel", version, about, long_about = None, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// Output format: table (people), json or csv (notebooks, scripts).
-    #[arg(long, global = true, value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
+    /// Output format: table (people), json or csv (notebooks, scripts). Default table;
+    /// `import` defaults to csv (the fitter's input).
+    #[arg(long, global = true, value_enum)]
+    pub format: Option<FormatArg>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -126,7 +127,7 @@ pub enum Command {
 /// Parses the command line and runs the subcommand.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    let format: Format = cli.format.into();
+    let format: Format = cli.format.unwrap_or_default().into();
     match cli.command {
         Command::Machines(a) => machines::list(a, format),
         Command::Machine(a) => machines::show(a, format),
@@ -144,7 +145,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::ScaleMax(a) => zonelock::scale_max(a, format),
         Command::Memcg(a) => allocpath::memcg(a, format),
         Command::Plot(a) => plot::run(a, format),
-        Command::Import(a) => import::run(a, format),
+        Command::Import(a) => import::run(a, cli.format.map_or(Format::Csv, Into::into)),
     }
 }
 

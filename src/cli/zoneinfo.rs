@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use pcpmodel::kernel::zoneinfo::{
-    check_zoneinfo, parse_cpulist, read_zoneinfo, CheckOptions, CpusPerNode,
+    check_zoneinfo, parse_cpulist, read_zoneinfo, CheckOptions, CheckStatus, CpusPerNode,
 };
 use pcpmodel::kernel::KernelVersion;
 use pcpmodel::report::{Format, Report, Table};
@@ -25,9 +25,9 @@ pub struct Args {
     /// /proc/sys/kernel/osrelease).
     #[arg(long)]
     pub kernel: Option<String>,
-    /// CPUs per NUMA node (default: this host's /sys/devices/system/node/nodeN/cpulist, else
-    /// the number of CPUs).
-    #[arg(long)]
+    /// CPUs per NUMA node, 1 to 8192 (the kernel's NR_CPUS limit on x86-64; default: this
+    /// host's /sys/devices/system/node/nodeN/cpulist, else the number of CPUs).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub cpus_per_node: Option<u32>,
     /// THP mode when min_free_kbytes was computed (default: try the khugepaged raise and the
     /// sqrt rule, and report which one matches).
@@ -172,7 +172,33 @@ pub fn report(args: &Args) -> anyhow::Result<(Report, bool)> {
         check.min_free.detail
     ));
     notes.extend(check.notes.iter().cloned());
-    notes.push(if ok {
+    let explained: Vec<_> = check
+        .rows
+        .iter()
+        .filter(|r| r.status == CheckStatus::LiveExplained || r.explanation.is_some())
+        .collect();
+    for r in &explained {
+        notes.push(format!(
+            "node {} {} cpus {}: pcp->high {} pages ({}): {}",
+            r.node,
+            r.zone.name(),
+            r.cpus.as_deref().unwrap_or("-"),
+            r.file,
+            r.status.word(),
+            r.explanation.as_deref().unwrap_or("")
+        ));
+    }
+    let n_explained = explained
+        .iter()
+        .filter(|r| r.status == CheckStatus::LiveExplained)
+        .count();
+    notes.push(if ok && n_explained > 0 {
+        format!(
+            "all {} values match ({n_explained} live value(s) outside the current bounds, \
+             explained above)",
+            check.rows.len()
+        )
+    } else if ok {
         format!("all {} values match", check.rows.len())
     } else {
         format!(
@@ -191,6 +217,7 @@ pub fn report(args: &Args) -> anyhow::Result<(Report, bool)> {
         "min_free": check.min_free,
         "all_match": ok,
         "mismatches": check.mismatches(),
+        "live_explained": n_explained,
         "rows": check.rows,
         "notes": notes,
     });
