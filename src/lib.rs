@@ -8,6 +8,7 @@
 //! configuration go through the cost models in [`model`] to an estimate with a breakdown by term.
 
 pub mod advice;
+pub mod bounds;
 pub mod calibrate;
 pub mod data;
 pub mod detect;
