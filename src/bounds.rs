@@ -33,7 +33,7 @@
 //! | interval samples | 1..=10000 | the 2.5/97.5 percentiles settle long before |
 //! | vm.min_free_kbytes | 0..=2^31-1 kB | an `int` sysctl; also below the machine's memory |
 //! | measured counts and rates | 0..=1e15 | above any rate a benchmark can count |
-//! | measured times | 0..=1e12 ns (1000 s) | a single call of an allocator path |
+//! | measured times | 0..=1e13 ns | almost three hours for a single call of an allocator path |
 //!
 //! Work is bounded by the input size as well: the `pcp->high` sweep steps geometrically over
 //! ranges longer than [`crate::optimize::EXHAUSTIVE_MAX`] values (see [`crate::optimize`]).
@@ -58,7 +58,7 @@ pub struct Range {
 }
 
 impl Range {
-    const fn int(
+    pub const fn int(
         what: &'static str,
         lo: f64,
         hi: f64,
@@ -75,7 +75,7 @@ impl Range {
         }
     }
 
-    const fn real(
+    pub const fn real(
         what: &'static str,
         lo: f64,
         hi: f64,
@@ -109,14 +109,20 @@ impl Range {
             format!(" {}", self.unit)
         };
         let shown = show(v);
-        let what = if !v.is_finite() {
-            format!("{shown} is not a finite number")
+        Some(if !v.is_finite() {
+            format!(
+                "{shown} is not a finite number ({}: {})",
+                self.span(),
+                self.why
+            )
         } else if self.integer && v.fract() != 0.0 && v >= self.lo && v <= self.hi {
-            format!("{shown}{unit} is not a whole number")
+            format!(
+                "{shown}{unit} is not a whole number ({} counts whole units)",
+                self.what
+            )
         } else {
-            format!("{shown}{unit} is outside {}", self.span())
-        };
-        Some(format!("{what}: {} ({})", self.span_sentence(), self.why))
+            format!("{shown}{unit} is outside {}: {}", self.span(), self.why)
+        })
     }
 
     /// `lo..=hi unit`.
@@ -127,10 +133,6 @@ impl Range {
             format!(" {}", self.unit)
         };
         format!("{}..={}{unit}", show(self.lo), show(self.hi))
-    }
-
-    fn span_sentence(&self) -> String {
-        format!("{} must be {}", self.what, self.span())
     }
 
     /// Checks `v`; the error names `file` and `field` ([`Error::Invalid`]).
@@ -153,7 +155,7 @@ impl Range {
 /// A number as people write it: integers without a fraction, huge and tiny values in
 /// exponent form.
 pub fn show(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e12 {
         format!("{v:.0}")
     } else if v.is_finite() && (v.abs() >= 1e6 || (v != 0.0 && v.abs() < 1e-3)) {
         format!("{v:e}")
@@ -376,14 +378,16 @@ pub const MEASURED_RATE: Range = Range::real(
     "",
     "no benchmark counts more than 1e15 of anything per run",
 );
-/// A measured time of one operation, ns.
+/// A measured time of one operation, ns (also the edges of a latency histogram's buckets).
 pub const MEASURED_NS: Range = Range::real(
     "a measured time",
     0.0,
-    1e12,
+    1e13,
     "ns",
-    "1000 s for one call of an allocator path",
+    "1e13 ns is almost three hours for one call of an allocator path",
 );
+/// A 0/1 switch in a data file (`numa_stat`, `high_order_pcp`).
+pub const SWITCH: Range = Range::int("a switch", 0.0, 1.0, "", "it is off (0) or on (1)");
 /// Cycles per page of an allocator benchmark.
 pub const MEASURED_CYCLES: Range = Range::real(
     "cycles per page",
