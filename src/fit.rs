@@ -2003,7 +2003,7 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
             ci_clipped = lo < s.lower || hi > s.upper;
             (lo.max(s.lower), hi.min(s.upper))
         });
-        let by_user = opts.fixed_by_user.iter().any(|n| *n == s.name);
+        let by_user = opts.fixed_by_user.contains(&s.name);
         let provenance = match (prep.is_fixed[j], by_user, value == s.default) {
             (true, true, _) => format!(
                 "assumed: fixed by the user at {} {} (the default would be {} {}: {})",
