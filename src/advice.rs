@@ -411,10 +411,20 @@ pub fn optimal_high(
     let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| {
         throughput(&model, &p, h)
     });
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = wp.note.iter().cloned().collect();
     notes.push(format!(
-        "swept pcp->high 0..={limit} pages in steps of 1 ({} evaluations); the upper end is managed / 8 / {} CPUs, the most vm.percpu_pagelist_high_fraction can give",
-        a.evaluated, d.split_cpus
+        "swept pcp->high 0..={limit} pages {} ({} evaluations); the upper end is managed / 8 / {} CPUs, the most vm.percpu_pagelist_high_fraction can give",
+        if a.exhaustive {
+            "in steps of 1".to_string()
+        } else {
+            format!(
+                "in steps of 1 up to {}, then in steps of 1/{} of the value with the optimum and the 1 % range refined to one page",
+                crate::optimize::EXHAUSTIVE_MAX / 2,
+                crate::optimize::GEOMETRIC_STEPS
+            )
+        },
+        a.evaluated,
+        d.split_cpus
     ));
     if kernel.has_free_high() {
         notes.push(

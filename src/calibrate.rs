@@ -129,6 +129,10 @@ pub struct WorkloadParams {
     pub source: WorkloadSource,
     /// Fixed work per page in core cycles (`fixed_ns · base_ghz`).
     pub fixed_cycles: f64,
+    /// Why the parameters were carried over although the machine bears the name of a measured
+    /// one (a machine file that differs from the built-in of that name), for people.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl WorkloadParams {
@@ -196,16 +200,30 @@ fn fitted_params(machine: &Machine, report: &FitReport) -> Result<WorkloadParams
         source: WorkloadSource::Fitted {
             data: format!("data/004_netperf_pcp_high.csv ({})", machine.name),
         },
+        note: None,
     })
 }
 
 /// The netperf workload parameters for any machine: fitted on its own thread-004 data when it has
 /// some, else carried over in cycles from the machines that do (see the module documentation).
+///
+/// Whether a machine is a measured one is decided by content, not by name: the thread-004
+/// parameters were fitted to the built-in machine's hardware, so a machine file that merely
+/// carries a measured machine's `name` (a copy with other caches, latencies or clocks) gets the
+/// carried-over parameters, with a note saying so. A file identical to the built-in gets the
+/// fitted ones.
 pub fn netperf_params(machine: &Machine) -> Result<WorkloadParams> {
     let measured = measured_machines_004()?;
+    let mut note = None;
     if measured.contains(&machine.name) {
-        let (_, report) = fit_netperf_004(machine)?;
-        return fitted_params(machine, &report);
+        if Machine::builtin(&machine.name).is_ok_and(|b| b == *machine) {
+            let (_, report) = fit_netperf_004(machine)?;
+            return fitted_params(machine, &report);
+        }
+        note = Some(format!(
+            "this machine is named {0} but differs from the built-in {0}, whose thread-004 measurements were fitted on the built-in's hardware: its workload parameters are carried over as for any machine without measurements",
+            machine.name
+        ));
     }
     let mut logs = Vec::new();
     for name in &measured {
@@ -233,6 +251,7 @@ pub fn netperf_params(machine: &Machine) -> Result<WorkloadParams> {
         has_score: false,
         source: WorkloadSource::CarriedOver { from: measured },
         fixed_cycles: cycles,
+        note,
     })
 }
 

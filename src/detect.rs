@@ -166,6 +166,9 @@ pub struct Detected {
     pub max_ghz: Field<f64>,
     /// Latencies by machine-file name (`l2_hit`, ...): always missing, sysfs has none.
     pub latency_ns: Vec<(String, Field<f64>)>,
+    /// Entries that should be directories but are not (a `cpu0/cache/index3` that is a file):
+    /// what they describe could not be read.
+    pub unreadable: Vec<String>,
 }
 
 /// One row of the flat view of a [`Detected`]: for tables and JSON.
@@ -543,6 +546,10 @@ pub fn detect(root: &Path) -> Result<Detected> {
     let (cpu_dirs, cpus) = detect_cpus(&root.join("sys/devices/system/cpu"), processors)?;
     let (sockets, mut cores_per_socket, mut threads_per_core) = detect_topology(&cpu_dirs)?;
     let mut caches = detect_caches(&cpu_dirs)?;
+    let unreadable: Vec<String> = cpu_dirs
+        .first()
+        .map(|(_, d)| non_dir_entries(&d.join("cache"), "index"))
+        .unwrap_or_default();
 
     // SMT from the L1 when topology is missing.
     if threads_per_core.value.is_none() {
@@ -611,7 +618,28 @@ pub fn detect(root: &Path) -> Result<Detected> {
         base_ghz,
         max_ghz,
         latency_ns,
+        unreadable,
     })
+}
+
+/// Entries `<prefix>N` of `dir` that are not directories (shown as root-relative paths).
+fn non_dir_entries(dir: &Path, prefix: &str) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+                && !e.path().is_dir()
+        })
+        .map(|e| disp(&e.path()))
+        .collect();
+    out.sort();
+    out
 }
 
 /// Online CPUs: id and sysfs directory.
@@ -1135,7 +1163,95 @@ impl Detected {
     /// they are, every missing value filled with one labelled `"assumed: missing from sysfs,
     /// typical value for <vendor>"`. Returns the machine and the dotted names of the fields
     /// filled by assumption (all latencies and the LLC policy at least).
+    ///
+    /// An error, saying what is missing, when the root lacks what a machine cannot be described
+    /// without ([`Detected::missing_essentials`]): detection then does not invent a machine. The
+    /// machine returned loads again from its TOML and is usable by the cost models.
     pub fn to_machine(&self) -> Result<(Machine, Vec<String>)> {
+        let missing = self.missing_essentials();
+        if !missing.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "{}: not enough to describe a machine: {}",
+                self.root,
+                missing.join("; ")
+            )));
+        }
+        let (m, assumed) = self.build_machine()?;
+        let label = format!("detected from {}", self.root);
+        let again = Machine::from_toml_str(&m.to_toml_string()?, &label)?;
+        crate::model::cache::Hierarchy::from_machine(
+            &again,
+            crate::model::cache::Placement::SameLlc,
+        )
+        .map_err(|e| {
+            Error::Unsupported(format!(
+                "{}: the detected machine cannot be modelled: {e}",
+                self.root
+            ))
+        })?;
+        Ok((m, assumed))
+    }
+
+    /// What the root lacks that a machine cannot be described without: the CPUs, the cache
+    /// hierarchy (an L2 and a level beyond it), the memory, and anything that should be a
+    /// directory but is not. Empty for a usable root.
+    pub fn missing_essentials(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.cpus.value.is_none() {
+            v.push("the CPUs (no sys/devices/system/cpu/cpuN and no proc/cpuinfo)".to_string());
+        }
+        let data: Vec<&DetectedCache> = self
+            .caches
+            .iter()
+            .filter(|c| c.kind != "instruction")
+            .collect();
+        if data.is_empty() {
+            v.push("the caches (no sys/devices/system/cpu/cpuN/cache/indexN)".to_string());
+        } else if !data.iter().any(|c| c.level == 2) {
+            v.push("the L2 cache (no cache/indexN with level 2)".to_string());
+        } else if !data.iter().any(|c| c.level > 2) {
+            v.push("a cache level beyond L2 (no cache/indexN with level 3)".to_string());
+        }
+        if self.mem_total_mib.value.is_none() && self.node_mib.value.is_none() {
+            v.push(
+                "the memory (no proc/meminfo MemTotal, no nodeN/meminfo, no proc/zoneinfo)"
+                    .to_string(),
+            );
+        }
+        for u in &self.unreadable {
+            v.push(format!(
+                "{u} is not a directory, so the cache level it describes could not be read"
+            ));
+        }
+        v
+    }
+
+    /// Values that were read or derived but are implausible for real hardware, in words: a
+    /// reservation of more than a quarter of a node, memory below 4 GiB above node 0's.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let (Some(r), Some(nodes)) = (self.reserved_mib_per_node.value, &self.node_mib.value) {
+            if let Some(&smallest) = nodes.iter().min() {
+                if smallest > 0 && r * 4 > smallest {
+                    w.push(format!(
+                        "memory.reserved_mib_per_node: {r} MiB is {:.0} % of the smallest node ({smallest} MiB); firmware, the kernel image and crashkernel take a few percent: memory may be ballooned, offline or hot-removed, so the zone sizes (and the kernel's pcp->high) derived from it are those of this moment",
+                        100.0 * r as f64 / smallest as f64
+                    ));
+                }
+            }
+        }
+        if let (Some(b), Some(nodes)) = (self.below_4g_mib.value, &self.node_mib.value) {
+            if nodes.first().is_some_and(|&n0| b > n0) {
+                w.push(format!(
+                    "memory.below_4g_mib: {b} MiB below 4 GiB is more than node 0's {} MiB",
+                    nodes[0]
+                ));
+            }
+        }
+        w
+    }
+
+    fn build_machine(&self) -> Result<(Machine, Vec<String>)> {
         let mut assumed: Vec<String> = Vec::new();
         let vendor = self
             .vendor

@@ -442,6 +442,34 @@ impl Dataset {
         })
     }
 
+    /// Checks every value of the named columns against its valid range: a value outside is an
+    /// [`Error::Parse`] naming the file, the line and the column (columns not in `ranges` and
+    /// names not in the dataset are skipped).
+    pub fn check_ranges(&self, ranges: &[(&str, crate::bounds::Range)]) -> Result<()> {
+        for (col, range) in ranges {
+            let values: Box<dyn Iterator<Item = f64>> =
+                if let Some(c) = self.inputs.iter().position(|n| n == col) {
+                    Box::new(self.x.iter().map(move |x| x[c]))
+                } else if self.target == *col {
+                    Box::new(self.y.iter().copied())
+                } else {
+                    continue;
+                };
+            for (i, v) in values.enumerate() {
+                if let Some(m) = range.problem(v) {
+                    let (line, row) = self.locate(i);
+                    return Err(Error::parse(
+                        &self.source,
+                        line,
+                        *col,
+                        format!("{row}: {m}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.y.len()
@@ -584,6 +612,10 @@ pub struct FitOptions {
     pub gtol: f64,
     /// Compute leave-one-out predictions (one refit per row).
     pub loo: bool,
+    /// Names of the parameters in `fixed` that the user chose to hold (e.g. `fit --fix`), as
+    /// opposed to physical parameters held at their documented values: their provenance says
+    /// so, with the value.
+    pub fixed_by_user: Vec<String>,
 }
 
 impl Default for FitOptions {
@@ -599,6 +631,7 @@ impl Default for FitOptions {
             xtol: 1e-12,
             gtol: 1e-12,
             loo: true,
+            fixed_by_user: Vec::new(),
         }
     }
 }
@@ -740,6 +773,10 @@ pub struct FitReport {
     pub loo_rms_rel: Option<f64>,
     /// Caveats for people: bounds hit, singular Jacobian, starts that disagree, ...
     pub notes: Vec<String>,
+    /// Problems a converged fit can still have (residuals larger than the spread of the data,
+    /// held-out predictions that could not differ from the in-sample ones); the CLI prints them
+    /// on stderr.
+    pub warnings: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1398,8 +1435,8 @@ fn lookup<'a>(specs: &'a [ParamSpec], name: &str) -> Result<(usize, &'a ParamSpe
 
 fn validate_options(opts: &FitOptions) -> Result<()> {
     let bad = |field: &str, msg: String| Err(Error::invalid("fit options", field, msg));
-    if opts.starts == 0 {
-        return bad("starts", "must be at least 1".into());
+    if let Some(m) = crate::bounds::FIT_STARTS.problem(opts.starts as f64) {
+        return bad("starts", m);
     }
     if opts.max_evals == 0 {
         return bad("max_evals", "must be at least 1".into());
@@ -1634,6 +1671,21 @@ fn prepare(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Pr
             *s = y.abs();
         }
     }
+    // A row the model refuses as input (a page count of -5, a switch of 2) is bad input, named
+    // by its line and column, not a fit that "did not converge".
+    for (i, x) in data.x.iter().enumerate() {
+        if let Err(Error::Invalid { field, message, .. }) = model.predict(&start0, x) {
+            if let Some(col) = data.inputs.iter().find(|c| field.contains(c.as_str())) {
+                let (line, row) = data.locate(i);
+                return Err(Error::parse(
+                    &data.source,
+                    line,
+                    col.as_str(),
+                    format!("{row}: the model refuses this value: {message}"),
+                ));
+            }
+        }
+    }
     let transforms = free.iter().map(|&j| Transform::of(&specs[j])).collect();
     Ok(Prepared {
         specs,
@@ -1754,7 +1806,12 @@ fn uncertainty(
     u
 }
 
-/// Leave-one-out: refit without each row from the full solution `u_best`, predict that row.
+/// Leave-one-out: refit without each row, predict that row.
+///
+/// Each refit starts from the full solution moved off its bounds (as the starts of the full fit
+/// are): a parameter that ended on a bound has an internal coordinate of ±40 or more, where the
+/// bound transform's derivative is below 1e-17, so a refit started exactly there cannot move it
+/// and would return the full fit's prediction for every row whatever the row held out.
 fn leave_one_out(
     model: &dyn FitModel,
     data: &Dataset,
@@ -1763,10 +1820,17 @@ fn leave_one_out(
     opts: &FitOptions,
 ) -> Vec<LooRow> {
     let m = data.len();
+    let u_start: Vec<f64> = prep
+        .free
+        .iter()
+        .zip(&prep.transforms)
+        .zip(u_best)
+        .map(|((&j, t), &u)| t.to_internal(interior(&prep.specs[j], t.to_physical(u))))
+        .collect();
     (0..m)
         .map(|i| {
             let sub = prep.setup(model, data, (0..m).filter(move |&r| r != i));
-            let out = run_lm(&sub, u_best, opts);
+            let out = run_lm(&sub, &u_start, opts);
             let p = sub.full_from_free(&sub.free_from_u(&out.u));
             let pred = model
                 .predict(&p, &data.x[i])
@@ -1939,10 +2003,23 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
             ci_clipped = lo < s.lower || hi > s.upper;
             (lo.max(s.lower), hi.min(s.upper))
         });
-        let provenance = match (prep.is_fixed[j], value == s.default) {
-            (true, true) => format!("{} (held fixed at its default)", s.provenance),
-            (true, false) => "assumed: held fixed at a value given to the fit".to_string(),
-            (false, _) => format!(
+        let by_user = opts.fixed_by_user.contains(&s.name);
+        let provenance = match (prep.is_fixed[j], by_user, value == s.default) {
+            (true, true, _) => format!(
+                "assumed: fixed by the user at {} {} (the default would be {} {}: {})",
+                sig(value, 6),
+                s.unit,
+                sig(s.default, 6),
+                s.unit,
+                s.provenance
+            ),
+            (true, false, true) => format!("{} (held fixed at its default)", s.provenance),
+            (true, false, false) => format!(
+                "assumed: held fixed at {} {}, a value given to the fit",
+                sig(value, 6),
+                s.unit
+            ),
+            (false, _, _) => format!(
                 "derived: least-squares fit of model '{}' to {} ({m} rows, {residual_kind} \
                  residuals)",
                 model.name(),
@@ -1995,6 +2072,34 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
         .as_ref()
         .and_then(|rows: &Vec<LooRow>| rms(rows.iter().map(|r| r.rel_error), m));
 
+    let mut warnings = Vec::new();
+    if converged {
+        if let Some(w) = spread_warning(data, &prep.scale, ssr, opts.residual, &model.target()) {
+            warnings.push(w);
+        }
+    }
+    if let Some(rows) = &loo {
+        let same = rows.iter().zip(&residuals).all(|(l, r)| {
+            (l.predicted_held_out - r.predicted).abs()
+                <= 1e-9 * r.predicted.abs().max(f64::MIN_POSITIVE)
+        });
+        if same && m > 1 {
+            let pinned: Vec<&str> = free
+                .iter()
+                .filter(|&&j| unc.at_bound[j])
+                .map(|&j| specs[j].name.as_str())
+                .collect();
+            warnings.push(format!(
+                "every held-out prediction equals the in-sample one: no refit without a row moved the parameters{}, so the leave-one-out errors say nothing about prediction",
+                if pinned.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} held at a bound by the data)", pinned.join(", "))
+                }
+            ));
+        }
+    }
+
     Ok(FitReport {
         model: model.name().to_string(),
         source: data.source.clone(),
@@ -2026,7 +2131,50 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
         loo,
         loo_rms_rel,
         notes,
+        warnings,
     })
+}
+
+/// A warning when a fit's residuals are larger than the spread of the measurements about the
+/// best constant (weighted like the residuals): the model then explains none of the data's
+/// variation, however well LM converged.
+fn spread_warning(
+    data: &Dataset,
+    scale: &[f64],
+    ssr: f64,
+    residual: Residual,
+    target: &TargetSpec,
+) -> Option<String> {
+    let m = data.len();
+    if m < 2 || !ssr.is_finite() {
+        return None;
+    }
+    let w: Vec<f64> = scale.iter().map(|s| 1.0 / (s * s)).collect();
+    let c = data.y.iter().zip(&w).map(|(y, w)| y * w).sum::<f64>() / w.iter().sum::<f64>();
+    let sst: f64 = data
+        .y
+        .iter()
+        .zip(scale)
+        .map(|(y, s)| ((y - c) / s).powi(2))
+        .sum();
+    if !(sst > 0.0 && ssr > sst) {
+        return None;
+    }
+    let (rms, spread) = ((ssr / m as f64).sqrt(), (sst / m as f64).sqrt());
+    let (rms, spread) = match residual {
+        Residual::Relative => (
+            format!("{} %", sig(100.0 * rms, 3)),
+            format!("{} %", sig(100.0 * spread, 3)),
+        ),
+        Residual::Absolute => (
+            format!("{} {}", sig(rms, 3), target.unit),
+            format!("{} {}", sig(spread, 3), target.unit),
+        ),
+    };
+    Some(format!(
+        "the fit converged, but its rms residual ({rms}) is larger than the spread of the measured {} about their mean ({spread}): the model describes these data no better than a constant; check the machine, the units of the columns and the fixed parameters",
+        target.name
+    ))
 }
 
 /// `sigma2 (J^T J)^-1` via the SVD of the column-scaled `J`. On a (near-)singular `J`, `Err`

@@ -9,6 +9,7 @@
 
 pub mod advice;
 pub mod assumptions;
+pub mod bounds;
 pub mod calibrate;
 pub mod data;
 pub mod detect;

@@ -23,6 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounds;
 use crate::error::{Error, Result};
 use crate::provenance::{Sourced, SOURCE_KINDS};
 
@@ -254,9 +255,12 @@ impl CacheLevel {
 
 impl Machine {
     /// Parses and validates a machine from TOML text; `label` names the file in errors.
+    ///
+    /// A value that parses but is impossible is an [`Error::Parse`] naming the file, the line of
+    /// the key and the dotted field (an [`Error::Invalid`] when the field has no line of its own).
     pub fn from_toml_str(text: &str, label: &str) -> Result<Machine> {
         let m: Machine = toml::from_str(text).map_err(|e| toml_error(label, text, &e))?;
-        m.validate(label)?;
+        m.validate(label).map_err(|e| locate_invalid(e, text))?;
         Ok(m)
     }
 
@@ -525,19 +529,30 @@ impl Machine {
 
         // Topology.
         let t = &self.topology;
-        for (f, v) in [
-            ("topology.sockets", t.sockets.value),
-            ("topology.cores_per_socket", t.cores_per_socket.value),
-            ("topology.threads_per_core", t.threads_per_core.value),
-            ("topology.numa_nodes", t.numa_nodes.value),
+        for (f, v, r) in [
+            ("topology.sockets", t.sockets.value, bounds::SOCKETS),
+            (
+                "topology.cores_per_socket",
+                t.cores_per_socket.value,
+                bounds::CORES_PER_SOCKET,
+            ),
+            (
+                "topology.threads_per_core",
+                t.threads_per_core.value,
+                bounds::THREADS_PER_CORE,
+            ),
+            (
+                "topology.numa_nodes",
+                t.numa_nodes.value,
+                bounds::NUMA_NODES,
+            ),
             (
                 "topology.llc_domains_per_socket",
                 t.llc_domains_per_socket.value,
+                bounds::LLC_DOMAINS_PER_SOCKET,
             ),
         ] {
-            if v == 0 {
-                return bad(f, "must be at least 1".into());
-            }
+            r.check(label, f, f64::from(v))?;
         }
         let (sockets, cores, nodes, llcs) = (
             t.sockets.value,
@@ -546,12 +561,7 @@ impl Machine {
             t.llc_domains_per_socket.value,
         );
         let cpus = u64::from(sockets) * u64::from(cores) * u64::from(t.threads_per_core.value);
-        if cpus > 1 << 20 {
-            return bad(
-                "topology",
-                format!("{cpus} CPUs is not a plausible machine"),
-            );
-        }
+        bounds::CPUS.check(label, "topology.cores_per_socket", cpus as f64)?;
         if u64::from(nodes) > cpus || cpus % u64::from(nodes) != 0 {
             return bad(
                 "topology.numa_nodes",
@@ -591,6 +601,17 @@ impl Machine {
                 format!("node {i} has no memory (machine files describe nodes with memory)"),
             );
         }
+        for (i, &v) in m.node_mib.value.iter().enumerate() {
+            if let Some(msg) = bounds::NODE_MIB.problem(v as f64) {
+                return bad("memory.node_mib", format!("node {i}: {msg}"));
+            }
+        }
+        let total: u64 = m
+            .node_mib
+            .value
+            .iter()
+            .fold(0u64, |a, &v| a.saturating_add(v));
+        bounds::TOTAL_MIB.check(label, "memory.node_mib", total as f64)?;
         let node0 = m.node_mib.value.first().copied().unwrap_or(0);
         if m.below_4g_mib.value > 4096 {
             return bad(
@@ -620,34 +641,20 @@ impl Machine {
                 ),
             );
         }
-        if m.struct_page_bytes.value == 0 || m.struct_page_bytes.value >= PAGE_BYTES {
-            return bad(
-                "memory.struct_page_bytes",
-                format!(
-                    "{} bytes is not a plausible sizeof(struct page)",
-                    m.struct_page_bytes.value
-                ),
-            );
-        }
+        bounds::STRUCT_PAGE_BYTES.check(
+            label,
+            "memory.struct_page_bytes",
+            m.struct_page_bytes.value as f64,
+        )?;
 
         self.validate_caches(label)?;
         self.validate_latencies(label)?;
 
         // Clock.
         let base = self.clock.base_ghz.value;
-        if !(base.is_finite() && base > 0.0) {
-            return bad(
-                "clock.base_ghz",
-                format!("{base} GHz is not a positive clock"),
-            );
-        }
+        bounds::CLOCK_GHZ.check(label, "clock.base_ghz", base)?;
         if let Some(max) = &self.clock.max_ghz {
-            if !(max.value.is_finite() && max.value > 0.0) {
-                return bad(
-                    "clock.max_ghz",
-                    format!("{} GHz is not a positive clock", max.value),
-                );
-            }
+            bounds::CLOCK_GHZ.check(label, "clock.max_ghz", max.value)?;
             if max.value < base {
                 return bad(
                     "clock.max_ghz",
@@ -693,23 +700,27 @@ impl Machine {
                     format!("'{}' is not one of data, instruction, unified", c.kind),
                 );
             }
-            if c.size_kib.value == 0 {
-                return bad(format!("{p}.size_kib"), "must be positive".into());
-            }
-            if c.ways.value == 0 {
-                return bad(format!("{p}.ways"), "must be at least 1".into());
-            }
+            bounds::CACHE_KIB.check(label, &format!("{p}.size_kib"), c.size_kib.value as f64)?;
+            bounds::CACHE_WAYS.check(label, &format!("{p}.ways"), c.ways.value as f64)?;
             let line = c.line_bytes.value;
-            if line == 0 || !line.is_power_of_two() {
+            bounds::CACHE_LINE_BYTES.check(label, &format!("{p}.line_bytes"), line as f64)?;
+            if !line.is_power_of_two() {
                 return bad(
                     format!("{p}.line_bytes"),
                     format!("{line} is not a power of two"),
                 );
             }
-            if !(16..=1024).contains(&line) {
+            // At least one set: ways x line <= capacity.
+            if c.ways.value.saturating_mul(line) > c.size_bytes() {
                 return bad(
-                    format!("{p}.line_bytes"),
-                    format!("{line} bytes is not a plausible cache line"),
+                    format!("{p}.ways"),
+                    format!(
+                        "{} ways of {line}-byte lines need {} bytes, more than the {} KiB of the \
+                         cache (a cache has at least one set)",
+                        c.ways.value,
+                        c.ways.value.saturating_mul(line),
+                        c.size_kib.value
+                    ),
                 );
             }
             if c.level == 1 && c.shared_by.value != Sharing::Core {
@@ -809,13 +820,7 @@ impl Machine {
         let bad = |field: &str, msg: String| Err(Error::invalid(label, field, msg));
         let l = &self.latency_ns;
         for (name, s) in l.named() {
-            let v = s.value;
-            if !v.is_finite() || v <= 0.0 {
-                return bad(
-                    &format!("latency_ns.{name}"),
-                    format!("{v} ns is not a positive, finite latency"),
-                );
-            }
+            bounds::LATENCY_NS.check(label, &format!("latency_ns.{name}"), s.value)?;
         }
         if l.l2_hit.value >= l.llc_hit.value {
             return bad(
@@ -1024,4 +1029,86 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
         })
         .unwrap_or("toml");
     Error::parse(label, line, field, e.message().to_string())
+}
+
+/// Turns an [`Error::Invalid`] about a dotted field of a machine file into an [`Error::Parse`]
+/// with the line of that field in `text` (other errors pass through).
+fn locate_invalid(e: Error, text: &str) -> Error {
+    match e {
+        Error::Invalid {
+            file,
+            field,
+            message,
+        } => match field_line(text, &field) {
+            Some(line) => Error::Parse {
+                file,
+                line,
+                field,
+                message,
+            },
+            None => Error::Invalid {
+                file,
+                field,
+                message,
+            },
+        },
+        other => other,
+    }
+}
+
+/// The 1-based line of a dotted field (`cache[2].ways`, `latency_ns.dram_local`, `name`) in a
+/// machine file, or of its closest enclosing table; `None` when neither is in the text.
+pub fn field_line(text: &str, field: &str) -> Option<usize> {
+    let field = field.strip_suffix(".source").unwrap_or(field);
+    // Every key and table header with its full dotted path.
+    let mut found: Vec<(String, usize)> = Vec::new();
+    let mut table = String::new();
+    let mut arrays: Vec<(String, usize)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix("[[").and_then(|l| l.split("]]").next()) {
+            let name = name.trim().to_string();
+            let idx = match arrays.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, k)) => {
+                    *k += 1;
+                    *k - 1
+                }
+                None => {
+                    arrays.push((name.clone(), 1));
+                    0
+                }
+            };
+            table = format!("{name}[{idx}]");
+            found.push((table.clone(), i + 1));
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
+            table = name.trim().to_string();
+            found.push((table.clone(), i + 1));
+            continue;
+        }
+        if let Some((key, _)) = line.split_once('=') {
+            let key = key.trim().trim_matches('"');
+            let path = if table.is_empty() {
+                key.to_string()
+            } else {
+                format!("{table}.{key}")
+            };
+            found.push((path, i + 1));
+        }
+    }
+    let mut want = field.to_string();
+    loop {
+        if let Some((_, l)) = found.iter().find(|(p, _)| *p == want) {
+            return Some(*l);
+        }
+        // The enclosing table: drop the last component (`cache[2].ways` -> `cache[2]`).
+        match want.rfind('.') {
+            Some(k) => want.truncate(k),
+            None => return None,
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //!
 //! A new model costs one entry here and one file under `src/model/`.
 
+use crate::bounds::{self, Range};
 use crate::calibrate::{netperf_model, KERNEL_004};
 use crate::error::{Error, Result};
 use crate::fit::FitModel;
@@ -21,7 +22,19 @@ pub struct ModelEntry {
     pub build: fn(&Machine) -> Result<Box<dyn FitModel>>,
     /// Physical parameters held at their defaults unless freed (`fit --free NAME`).
     pub default_fixed: &'static [&'static str],
+    /// The valid range of each CSV column (see [`crate::bounds`]): a value outside is an error
+    /// naming the file, line and column before any fitting.
+    pub columns: &'static [(&'static str, Range)],
 }
+
+/// `high_order_pcp`'s quantity codes: 0 contended, 1 total_wait_ns, 2 avg_wait_ns.
+const QUANTITY_CODE_003: Range = Range::int(
+    "quantity_code",
+    0.0,
+    2.0,
+    "",
+    "0 contended, 1 total_wait_ns, 2 avg_wait_ns",
+);
 
 fn build_netperf(m: &Machine) -> Result<Box<dyn FitModel>> {
     Ok(Box::new(netperf_model(m, Placement::SameLlc, KERNEL_004)?))
@@ -62,6 +75,10 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "icelake-server",
         build: build_netperf,
         default_fixed: &crate::model::netperf::DEFAULT_FIXED,
+        columns: &[
+            ("pcp_high_pages", bounds::PCP_HIGH_PAGES),
+            ("score", bounds::MEASURED_RATE),
+        ],
     },
     ModelEntry {
         name: "memcg-netperf",
@@ -69,6 +86,10 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "memcg-72cpu",
         build: build_memcg,
         default_fixed: &crate::model::memcg::DEFAULT_FIXED,
+        columns: &[
+            ("memcg_charge_batch_pages", bounds::MEMCG_CHARGE_BATCH),
+            ("throughput_mbps", bounds::MEASURED_RATE),
+        ],
     },
     ModelEntry {
         name: "page-bench",
@@ -76,6 +97,11 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "broadwell-2s",
         build: build_page_bench,
         default_fixed: &[],
+        columns: &[
+            ("threads", bounds::TASKS),
+            ("numa_stat", bounds::SWITCH),
+            ("cycles_per_page", bounds::MEASURED_CYCLES),
+        ],
     },
     ModelEntry {
         name: "page-fault1",
@@ -83,6 +109,11 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "kunpeng-920",
         build: build_page_fault1,
         default_fixed: &crate::model::highorder::DEFAULT_FIXED,
+        columns: &[
+            ("high_order_pcp", bounds::SWITCH),
+            ("quantity_code", QUANTITY_CODE_003),
+            ("value", bounds::MEASURED_RATE),
+        ],
     },
     ModelEntry {
         name: "zone-lock",
@@ -90,6 +121,11 @@ pub fn models() -> Vec<ModelEntry> {
         default_machine: "epyc-7w83",
         build: build_zone_lock,
         default_fixed: &["fixed_ns"],
+        columns: &[
+            ("lo_ns", bounds::MEASURED_NS),
+            ("hi_ns", bounds::MEASURED_NS),
+            ("count", bounds::MEASURED_RATE),
+        ],
     }]
 }
 

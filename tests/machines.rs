@@ -27,13 +27,20 @@ fn patch(text: &str, from: &str, to: &str) -> String {
     text.replacen(from, to, 1)
 }
 
-/// Expects `Error::Invalid` naming `label` and a field that starts with `field`.
+/// Expects an error naming `label` and a field that starts with `field`: `Error::Parse` with the
+/// field's line, or `Error::Invalid` when the field has no line of its own.
 fn expect_invalid(text: &str, field: &str) -> String {
     match Machine::from_toml_str(text, "bad.toml") {
         Err(Error::Invalid {
             file,
             field: f,
             message,
+        })
+        | Err(Error::Parse {
+            file,
+            field: f,
+            message,
+            ..
         }) => {
             assert_eq!(file, "bad.toml");
             assert!(

@@ -19,15 +19,51 @@ pub struct MemcgArgs {
     /// Machine: built-in name or TOML file.
     #[arg(long, default_value = "memcg-72cpu")]
     pub machine: String,
-    /// MEMCG_CHARGE_BATCH to compare with (the sweep runs 1..=1024 around it).
+    /// MEMCG_CHARGE_BATCH to compare with, 1..=65536 pages (the sweep runs 1..=1024 around it).
     #[arg(long, default_value_t = 64)]
     pub batch: u32,
-    /// cgroup hierarchy depth below the root.
+    /// cgroup hierarchy depth below the root, 0..=64.
     #[arg(long, default_value_t = 3)]
     pub cgroup_depth: u32,
-    /// netperf instances (each a sender and a receiver CPU).
+    /// netperf instances (each a sender and a receiver CPU: at most half the machine's CPUs).
     #[arg(long, default_value_t = 36)]
     pub instances: u32,
+}
+
+/// Checks the memcg flags against their physical ranges (src/bounds.rs): the batch, the depth,
+/// and instances that fit the machine (each instance is a sender and a receiver CPU).
+fn memcg_flags(
+    machine: &Machine,
+    batch: Option<u32>,
+    depth: Option<u32>,
+    instances: Option<u32>,
+) -> anyhow::Result<()> {
+    use pcpmodel::bounds;
+    let e = anyhow::Error::msg;
+    if let Some(b) = batch {
+        bounds::MEMCG_CHARGE_BATCH
+            .check_flag("--batch", f64::from(b))
+            .map_err(e)?;
+    }
+    if let Some(d) = depth {
+        bounds::CGROUP_DEPTH
+            .check_flag("--cgroup-depth", f64::from(d))
+            .map_err(e)?;
+    }
+    if let Some(i) = instances {
+        bounds::TASKS
+            .check_flag("--instances", f64::from(i))
+            .map_err(e)?;
+        let cpus = machine.cpus();
+        if u64::from(i) * 2 > u64::from(cpus) {
+            anyhow::bail!(
+                "--instances {i}: each netperf instance needs a sender and a receiver CPU, and {} has {cpus} CPUs (at most {} instances)",
+                machine.name,
+                cpus / 2
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Parameters of the memcg model: fixed work from the root-memcg run, transfer scale fitted to
@@ -57,6 +93,12 @@ fn flattens_at(doublings: &[(u32, f64)], limit_pct: f64) -> Option<u32> {
 /// Runs `pcpmodel memcg`.
 pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     let machine = Machine::resolve(&args.machine)?;
+    memcg_flags(
+        &machine,
+        Some(args.batch),
+        Some(args.cgroup_depth),
+        Some(args.instances),
+    )?;
     let model = MemcgModel::new(&machine, args.instances, args.cgroup_depth)?;
     let p = memcg_params()?;
     let mut batches: Vec<u32> = (0..=10).map(|i| 1u32 << i).collect();
@@ -144,6 +186,7 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
     match args.workload {
         Workload::MemcgNetperf => {
             let machine = Machine::resolve(args.machine_name())?;
+            memcg_flags(&machine, args.batch, args.cgroup_depth, args.instances)?;
             let model = MemcgModel::new(
                 &machine,
                 args.instances.unwrap_or(36),

@@ -33,6 +33,9 @@ fn cell(v: &Value) -> String {
 /// Runs `pcpmodel detect`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let d = detect(&args.root)?;
+    for w in d.warnings() {
+        eprintln!("warning: {w}");
+    }
     if args.toml {
         let (m, assumed) = d.to_machine()?;
         let mut text = format!(
@@ -89,9 +92,20 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             obj.insert("machine".into(), Value::Null);
             obj.insert("machine_error".into(), json!(e.to_string()));
             notes.push(format!("No usable machine could be built: {e}"));
+            if !d.missing_essentials().is_empty() {
+                // An empty or partial root is bad input: say what is missing, exit 2.
+                let report = Report {
+                    json: Value::Object(obj),
+                    tables: vec![t],
+                    notes,
+                };
+                super::print_report(&report, format);
+                return Err(e.into());
+            }
             ExitCode::from(1)
         }
     };
+    notes.extend(d.warnings().into_iter().map(|w| format!("warning: {w}")));
     let report = Report {
         json: Value::Object(obj),
         tables: vec![t],

@@ -58,6 +58,11 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
     let a = Machine::resolve(&args.a)?;
     let b = Machine::resolve(&args.b)?;
     let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
+    for h in &args.highs {
+        pcpmodel::bounds::PCP_HIGH_PAGES
+            .check_flag("--high", f64::from(*h))
+            .map_err(anyhow::Error::msg)?;
+    }
     let mut highs = args.highs.clone();
     if highs.is_empty() {
         highs.push(0);

@@ -15,6 +15,11 @@ The CSV needs a header naming the model's input and target columns (other column
 machine or note, are ignored; lines starting with # are comments). Physical parameters are held
 at their documented values unless freed with --free; --fix holds any parameter at a value.
 
+Every column's values must lie in its physical range (e.g. pcp_high_pages 0..=2^31-1,
+memcg_charge_batch_pages 1..=65536, a measured rate 0..=1e15; see src/bounds.rs): a value outside is
+an error naming the file, line and column. A converged fit whose residuals exceed the spread of
+the data gets a warning on stderr.
+
 Exit status: 0 converged; 1 the fit did not converge (the report says why); 2 bad input.
 
 Examples:
@@ -40,9 +45,9 @@ pub struct Args {
     /// Residuals: relative (each row weighs by its relative error) or absolute.
     #[arg(long, default_value = "relative")]
     pub residual: String,
-    /// Number of starts of the multi-start.
+    /// Number of starts of the multi-start (1..=256).
     #[arg(long, default_value_t = 4)]
-    pub starts: usize,
+    pub starts: u64,
     /// Skip the leave-one-out refits.
     #[arg(long)]
     pub no_loo: bool,
@@ -50,6 +55,9 @@ pub struct Args {
 
 /// Runs `pcpmodel fit`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    pcpmodel::bounds::FIT_STARTS
+        .check_flag("--starts", args.starts as f64)
+        .map_err(anyhow::Error::msg)?;
     let entry = registry::find(&args.model)?;
     let machine = Machine::resolve(args.machine.as_deref().unwrap_or(entry.default_machine))?;
     let model = (entry.build)(&machine)?;
@@ -96,14 +104,18 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         "absolute" => Residual::Absolute,
         r => anyhow::bail!("--residual {r}: use relative or absolute"),
     };
-    if args.starts == 0 {
-        anyhow::bail!("--starts must be at least 1");
-    }
     let ds = Dataset::from_csv_path(&args.data, model.as_ref())?;
+    ds.check_ranges(entry.columns)?;
+    let fixed_by_user = args
+        .fix
+        .iter()
+        .filter_map(|f| f.split_once('=').map(|(n, _)| n.trim().to_string()))
+        .collect();
     let opts = pcpmodel::fit::FitOptions {
         fixed,
+        fixed_by_user,
         residual,
-        starts: args.starts,
+        starts: args.starts as usize,
         loo: !args.no_loo,
         ..Default::default()
     };
@@ -117,6 +129,9 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         ),
     );
     super::print_report(&report, format);
+    for w in &rep.warnings {
+        eprintln!("warning: {w}");
+    }
     Ok(if rep.converged {
         ExitCode::SUCCESS
     } else {

@@ -63,6 +63,44 @@ pub struct Args {
 /// Builds the report of `pcpmodel kernel`.
 pub fn report(args: &Args) -> anyhow::Result<Report> {
     let machine = Machine::resolve(&args.machine)?;
+    {
+        use pcpmodel::bounds;
+        let e = anyhow::Error::msg;
+        for (flag, v) in [
+            (
+                "--percpu-pagelist-high-fraction",
+                args.percpu_pagelist_high_fraction,
+            ),
+            ("--percpu-pagelist-fraction", args.percpu_pagelist_fraction),
+        ] {
+            bounds::PAGELIST_FRACTION
+                .check_flag(flag, f64::from(v))
+                .map_err(e)?;
+        }
+        if let Some(s) = args.pcp_batch_scale_max {
+            bounds::PCP_BATCH_SCALE_MAX
+                .check_flag("--pcp-batch-scale-max", f64::from(s))
+                .map_err(e)?;
+        }
+        bounds::WATERMARK_SCALE_FACTOR
+            .check_flag(
+                "--watermark-scale-factor",
+                args.watermark_scale_factor as f64,
+            )
+            .map_err(e)?;
+        if let Some(k) = args.min_free_kbytes {
+            bounds::MIN_FREE_KBYTES
+                .check_flag("--min-free-kbytes", k as f64)
+                .map_err(e)?;
+            let total_kb = machine.total_mib().saturating_mul(1024);
+            if k >= total_kb {
+                anyhow::bail!(
+                    "--min-free-kbytes {k}: the watermarks would reserve all of {}'s {total_kb} kB of memory",
+                    machine.name
+                );
+            }
+        }
+    }
     let version = KernelVersion::parse_labeled(&args.kernel, "--kernel")?;
     let options = KernelOptions {
         thp: args.thp.into(),

@@ -68,9 +68,9 @@ pub fn compute(args: &Args) -> anyhow::Result<(Machine, OptimalHigh)> {
             args.workload
         );
     }
-    if args.samples == 0 || args.samples > 100_000 {
-        anyhow::bail!("--samples must be 1..=100000");
-    }
+    pcpmodel::bounds::SAMPLES
+        .check_flag("--samples", args.samples as f64)
+        .map_err(anyhow::Error::msg)?;
     let machine = Machine::resolve(&args.machine)?;
     let kernel: KernelVersion = kernel_arg(&Some(args.kernel.clone()), KernelVersion::DEFAULT)?;
     let o = optimal_high(&machine, kernel, args.placement.into(), args.samples)?;

@@ -129,6 +129,7 @@ impl Args {
 
 /// Runs `pcpmodel predict`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    check_flags(&args)?;
     match args.workload {
         Workload::NetperfUdp => netperf(&args, format),
         Workload::MmapFill => super::zonelock::predict(&args, format),
@@ -136,6 +137,28 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             super::allocpath::predict(&args, format)
         }
     }
+}
+
+/// Checks the numeric flags against their physical ranges (src/bounds.rs).
+fn check_flags(args: &Args) -> anyhow::Result<()> {
+    use pcpmodel::bounds;
+    let e = anyhow::Error::msg;
+    let checks = [
+        ("--high", args.high, bounds::PCP_HIGH_PAGES),
+        ("--procs", args.procs, bounds::TASKS),
+        ("--threads", args.threads, bounds::TASKS),
+        ("--scale-max", args.scale_max, bounds::PCP_BATCH_SCALE_MAX),
+        ("--numa-stat", args.numa_stat, bounds::SWITCH),
+        ("--batch", args.batch, bounds::MEMCG_CHARGE_BATCH),
+        ("--cgroup-depth", args.cgroup_depth, bounds::CGROUP_DEPTH),
+        ("--instances", args.instances, bounds::TASKS),
+    ];
+    for (flag, v, r) in checks {
+        if let Some(v) = v {
+            r.check_flag(flag, f64::from(v)).map_err(e)?;
+        }
+    }
+    Ok(())
 }
 
 /// Parses `--kernel`, defaulting to `default`.
@@ -154,6 +177,15 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
     model.flow.free_high = args.free_high;
     let wp = netperf_params(&machine)?;
     let default = pcpmodel::calibrate::default_pcp(&machine, kernel)?;
+    let limit = pcpmodel::advice::sweep_limit(&default);
+    if let Some(h) = args.high {
+        if h > limit {
+            anyhow::bail!(
+                "--high {h}: above the most the kernel can set on {}: managed / 8 / CPUs = {limit} pages (vm.percpu_pagelist_high_fraction = 8, the sysctl's minimum)",
+                machine.name
+            );
+        }
+    }
     let high = args
         .high
         .unwrap_or_else(|| default.effective_high(model.flow.scale_max));

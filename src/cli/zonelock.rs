@@ -92,9 +92,12 @@ fn setup(c: &CaseArgs) -> anyhow::Result<Solved> {
     let machine = Machine::resolve(&c.machine)?;
     let span = NodeSpan::parse(&c.nodes, "--nodes")?;
     let kernel = super::predict::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
-    if !(c.duration_s.is_finite() && c.duration_s > 0.0) {
-        anyhow::bail!("--duration-s must be > 0, got {}", c.duration_s);
-    }
+    pcpmodel::bounds::DURATION_S
+        .check_flag("--duration-s", c.duration_s)
+        .map_err(anyhow::Error::msg)?;
+    pcpmodel::bounds::TASKS
+        .check_flag("--procs", f64::from(c.procs))
+        .map_err(anyhow::Error::msg)?;
     let calibration = calibrate(&machine)?;
     let model = ZoneLockModel::new(&machine, kernel)?;
     Ok(Solved {

@@ -140,8 +140,11 @@ impl KernelVersion {
         }
         let major: u32 = maj.parse().map_err(|_| err("major version too large"))?;
         let minor: u32 = min.parse().map_err(|_| err("minor version too large"))?;
-        if !(2..=99).contains(&major) {
-            return Err(err("major version out of range 2..99"));
+        // Linux has had majors 2 to 6 (7 follows 6.19), and no series has gone past x.20.
+        if !(2..=7).contains(&major) || minor > 30 {
+            return Err(err(
+                "not a Linux version: the major must be 2..=7 and the minor 0..=30 (no series has gone past x.20)",
+            ));
         }
         Ok(KernelVersion { major, minor })
     }
