@@ -200,9 +200,10 @@ pub const CHANGES: &[Change] = &[
         area: Area::Stats,
         effect: "NUMA hit/miss/local/other become separate per-CPU counters (vm_numa_stat) \
                  instead of zone vmstat items",
-        implemented_in: &["page-bench"],
-        affects: &["page-bench"],
-        model_note: "page-bench counts NUMA events per allocation (src/model/vmstat.rs)",
+        implemented_in: &[],
+        affects: &[],
+        model_note: "no cost change by itself (it prepares the threshold change); page-bench \
+                     counts NUMA events per allocation on every version",
         feature: None,
     },
     Change {
