@@ -164,9 +164,28 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
 /// Adds what the prediction leaves out on the requested kernel to `report`: a `not_modelled`
 /// list and `reference_kernel` in the JSON, a table and a note per entry (or a note that
 /// nothing is left out).
-pub fn add_not_modelled(report: &mut Report, workload: Workload, kernel: KernelVersion) {
+/// `set_by_flag` pairs a change key with the flag that sets its behaviour by hand (e.g.
+/// MEMCG_CHARGE_BATCH by `--batch`); such a change is not listed when the flag was given.
+pub fn add_not_modelled(
+    report: &mut Report,
+    workload: Workload,
+    kernel: KernelVersion,
+    set_by_flag: &[(&str, &str)],
+) {
     let reference = workload.reference_kernel();
-    let list = pcpmodel::kernel::changes::not_modelled(workload.name(), kernel, reference);
+    let mut list = pcpmodel::kernel::changes::not_modelled(workload.name(), kernel, reference);
+    list.retain(|n| {
+        let flag = set_by_flag.iter().find(|(k, _)| *k == n.key);
+        if let Some((_, flag)) = flag {
+            report.notes.push(format!(
+                "{} ({}, {}): set by hand with {flag}, so not listed as not modelled",
+                n.commit.unwrap_or("(unverified)"),
+                n.subject,
+                n.version
+            ));
+        }
+        flag.is_none()
+    });
     if let Some(obj) = report.json.as_object_mut() {
         obj.insert(
             "not_modelled".to_string(),
@@ -219,7 +238,11 @@ pub fn add_not_modelled(report: &mut Report, workload: Workload, kernel: KernelV
 pub fn emit_predicted(args: &Args, report: &Report, format: Format) -> anyhow::Result<ExitCode> {
     let kernel = kernel_arg(&args.kernel, args.workload.reference_kernel())?;
     let mut r = report.clone();
-    add_not_modelled(&mut r, args.workload, kernel);
+    let mut by_flag = Vec::new();
+    if args.batch.is_some() {
+        by_flag.push(("memcg-charge-batch-64", "--batch"));
+    }
+    add_not_modelled(&mut r, args.workload, kernel, &by_flag);
     super::emit(&r, format)
 }
 
