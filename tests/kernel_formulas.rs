@@ -230,8 +230,8 @@ fn versions_parse_and_fall_into_eras() {
     assert!(!v(6, 6).has_pcp_batch_scale_max() && v(6, 7).has_pcp_batch_scale_max());
     assert!(v(6, 6).may_have_scale_max_backport());
     assert!(!v(6, 12).zoneinfo_has_high_min_max() && v(6, 13).zoneinfo_has_high_min_max());
-    assert!(!v(6, 14).free_high_threshold_uses_high_min());
-    assert!(v(6, 15).free_high_threshold_uses_high_min());
+    assert!(!v(6, 15).free_high_threshold_uses_high_min());
+    assert!(v(6, 16).free_high_threshold_uses_high_min());
     assert!(!v(6, 18).frees_in_batch_chunks() && v(6, 19).frees_in_batch_chunks());
     assert_eq!(v(5, 6).min_free_kbytes_upper_bound(), 65_536);
     assert_eq!(v(5, 7).min_free_kbytes_upper_bound(), 262_144);

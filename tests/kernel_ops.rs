@@ -198,8 +198,8 @@ fn v6_7_free_high_needs_two_high_order_frees_in_a_row() {
     let step = s.free(1).unwrap();
     assert!(step.free_high);
     assert_eq!(step.drained_pages_per_hold, vec![174]); // min(count, 2016): everything
-                                                        // 6.15+: threshold batch + high_min / 2 = 273.
-    let mut s = PcpState::new(KernelVersion::new(6, 15), auto(63, 421, 31_200), None).unwrap();
+                                                        // 6.16+: threshold batch + high_min / 2 = 273.
+    let mut s = PcpState::new(KernelVersion::new(6, 16), auto(63, 421, 31_200), None).unwrap();
     for _ in 0..70 {
         s.free(0).unwrap();
     }

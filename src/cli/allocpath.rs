@@ -239,7 +239,8 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                 ),
             ];
             let json = serde_json::json!({"workload": "memcg-netperf", "machine": machine.name, "parameters": p, "estimate": e});
-            super::emit(
+            super::predict::emit_predicted(
+                args,
                 &Report {
                     json,
                     tables: vec![t, lines],
@@ -279,7 +280,8 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                 e.smt_stretch, e.fold_threshold
             )];
             let json = serde_json::json!({"workload": "page-bench", "machine": machine.name, "parameters": p, "estimate": e});
-            super::emit(
+            super::predict::emit_predicted(
+                args,
                 &Report {
                     json,
                     tables: vec![t],
@@ -354,7 +356,8 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
                     kernel.major, kernel.minor
                 ));
             }
-            super::emit(
+            super::predict::emit_predicted(
+                args,
                 &Report {
                     json,
                     tables: vec![t],

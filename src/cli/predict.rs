@@ -107,6 +107,30 @@ pub struct Args {
 }
 
 impl Workload {
+    /// The CLI name, e.g. `netperf-udp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::NetperfUdp => "netperf-udp",
+            Workload::MmapFill => "mmap-fill",
+            Workload::MemcgNetperf => "memcg-netperf",
+            Workload::PageBench => "page-bench",
+            Workload::PageFault1 => "page-fault1",
+        }
+    }
+
+    /// The kernel the workload's model is built on (its thread's kernel): the reference
+    /// against which `not_modelled` lists the kernel changes the model leaves out.
+    pub fn reference_kernel(self) -> KernelVersion {
+        match self {
+            Workload::NetperfUdp => pcpmodel::calibrate::KERNEL_004,
+            Workload::MmapFill => pcpmodel::model::zonelock::KERNEL_000,
+            // Thread 001 measured 6.0-rc1.
+            Workload::MemcgNetperf => KernelVersion::new(6, 0),
+            Workload::PageBench => pcpmodel::model::vmstat::KERNEL_002,
+            Workload::PageFault1 => pcpmodel::model::highorder::KERNEL_003,
+        }
+    }
+
     /// The built-in machine `predict` uses when `--machine` is not given.
     pub fn default_machine(self) -> &'static str {
         match self {
@@ -159,6 +183,91 @@ fn check_flags(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Adds what the prediction leaves out on the requested kernel to `report`: a `not_modelled`
+/// list and `reference_kernel` in the JSON, a table and a note per entry (or a note that
+/// nothing is left out).
+/// `set_by_flag` pairs a change key with the flag that sets its behaviour by hand (e.g.
+/// MEMCG_CHARGE_BATCH by `--batch`); such a change is not listed when the flag was given.
+pub fn add_not_modelled(
+    report: &mut Report,
+    workload: Workload,
+    kernel: KernelVersion,
+    set_by_flag: &[(&str, &str)],
+) {
+    let reference = workload.reference_kernel();
+    let mut list = pcpmodel::kernel::changes::not_modelled(workload.name(), kernel, reference);
+    list.retain(|n| {
+        let flag = set_by_flag.iter().find(|(k, _)| *k == n.key);
+        if let Some((_, flag)) = flag {
+            report.notes.push(format!(
+                "{} ({}, {}): set by hand with {flag}, so not listed as not modelled",
+                n.commit.unwrap_or("(unverified)"),
+                n.subject,
+                n.version
+            ));
+        }
+        flag.is_none()
+    });
+    if let Some(obj) = report.json.as_object_mut() {
+        obj.insert(
+            "not_modelled".to_string(),
+            serde_json::to_value(&list).unwrap_or_default(),
+        );
+        obj.insert(
+            "reference_kernel".to_string(),
+            serde_json::json!(reference.to_string()),
+        );
+        obj.insert(
+            "requested_kernel".to_string(),
+            serde_json::json!(kernel.to_string()),
+        );
+    }
+    if list.is_empty() {
+        report.notes.push(format!(
+            "not modelled: nothing known: every PCP change between kernel {kernel} and the \
+             model's kernel {reference} that touches {} is implemented \
+             (`pcpmodel kernel changes --from {reference} --to {kernel} --workload {}`)",
+            workload.name(),
+            workload.name()
+        ));
+        return;
+    }
+    let mut t = Table::new(["commit", "first version", "on kernel", "subject"]).titled(format!(
+        "Not modelled: kernel {kernel} differs from the model's kernel {reference} in {} \
+         change(s) the {} model does not implement",
+        list.len(),
+        workload.name()
+    ));
+    for n in &list {
+        t.push([
+            n.commit.unwrap_or("(unverified)").to_string(),
+            n.version.to_string(),
+            n.on_requested_kernel.to_string(),
+            n.subject.to_string(),
+        ]);
+        report.notes.push(format!(
+            "not modelled: {} ({}): {}",
+            n.commit.unwrap_or("(unverified)"),
+            n.subject,
+            n.note
+        ));
+    }
+    report.tables.push(t);
+}
+
+/// Emits a prediction of `args.workload` with its `not_modelled` list for the requested kernel
+/// (`--kernel`, else [`KernelVersion::DEFAULT`], the kernel every prediction defaults to).
+pub fn emit_predicted(args: &Args, report: &Report, format: Format) -> anyhow::Result<ExitCode> {
+    let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
+    let mut r = report.clone();
+    let mut by_flag = Vec::new();
+    if args.batch.is_some() {
+        by_flag.push(("memcg-charge-batch-64", "--batch"));
+    }
+    add_not_modelled(&mut r, args.workload, kernel, &by_flag);
+    super::emit(&r, format)
 }
 
 /// Parses `--kernel`, defaulting to `default`.
@@ -308,5 +417,5 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
         tables: vec![terms, hits],
         notes,
     };
-    super::emit(&report, format)
+    emit_predicted(args, &report, format)
 }

@@ -509,5 +509,5 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
     let mut r = latency_report(&case, scale)?;
     // predict shows the terms first: the zone table, then the histogram.
     r.tables.reverse();
-    super::emit(&r, format)
+    super::predict::emit_predicted(args, &r, format)
 }

@@ -267,8 +267,8 @@ pub fn configure_zones(
     }
     if version.free_high_threshold_uses_high_min() {
         notes.push(
-            "free_high threshold batch + high_min/2 assumed from 6.15 (merge version not \
-             verified)"
+            "free_high threshold batch + high_min/2 from 6.16 (c544a952ba61; version \
+             inferred, not read from a 6.16 tree)"
                 .to_string(),
         );
     }

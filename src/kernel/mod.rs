@@ -12,6 +12,10 @@
 //! - [`layout`]: a machine's zones and managed pages.
 //! - [`config`]: [`configure`], all of the above for a machine.
 //! - [`zoneinfo`]: a `/proc/zoneinfo` parser and a check of its numbers against the formulas.
+//! - [`changes`]: the PCP-relevant mainline commits by version, what each changes, and which
+//!   the crate implements.
+//! - [`features`]: the features a host shows (zoneinfo fields, vm sysctls, kernel config,
+//!   version), read from a root directory.
 //!
 //! # Example
 //! ```
@@ -20,7 +24,9 @@
 //! assert_eq!(pageset::pageset_batch(196_608, v), 63);
 //! ```
 
+pub mod changes;
 pub mod config;
+pub mod features;
 pub mod layout;
 pub mod ops;
 pub mod pageset;
@@ -28,7 +34,9 @@ pub mod version;
 pub mod watermarks;
 pub mod zoneinfo;
 
+pub use changes::{Change, NotModelled};
 pub use config::{configure, configure_zones, KernelConfig, KernelOptions, ZoneConfig};
+pub use features::{detect_features, FeatureSet};
 pub use layout::{zone_layout, ZoneKind, ZoneLayout, ZoneSpec};
 pub use ops::{AllocStep, DecayStep, FreeStep, PcpFlags, PcpState, ZoneFlags};
 pub use pageset::{PcpHigh, PcpLimits};

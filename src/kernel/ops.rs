@@ -27,8 +27,8 @@
 //!   free_factor, batch, high - batch)` with `free_factor++` while `batch << free_factor <
 //!   high - batch`. E.g. high 421, batch 63: 63, 126, 252, then 358 per hold.
 //! - From 6.7: `alloc_factor >>= 1`; `free_high` needs two high-order (1..3) frees in a row
-//!   (`PCPF_PREV_FREE_HIGH_ORDER`), `free_count >= batch` (6.7 - 6.14) or `>= batch +
-//!   high_min / 2` (>= 6.15, unverified), and with `PCPF_FREE_HIGH_BATCH` `count >= batch`;
+//!   (`PCPF_PREV_FREE_HIGH_ORDER`), `free_count >= batch` (6.7 - 6.15) or `>= batch +
+//!   high_min / 2` (>= 6.16, c544a952ba61; version inferred), and with `PCPF_FREE_HIGH_BATCH` `count >= batch`;
 //!   `free_count += 1 << order` while below `batch << scale`; `nr_pcp_high()` auto-tunes
 //!   `pcp->high` (see [`PcpState::nr_pcp_high`]); if `count >= high`, free `nr_pcp_free()` =
 //!   `min(count, batch << scale)` with `free_high`, 1 if `high < batch`, else

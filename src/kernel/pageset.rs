@@ -3,7 +3,9 @@
 //!
 //! # Equations (4 KiB pages, C truncating division)
 //! `zone_batchsize()`:
-//! - <= 6.18: `b = min(managed >> 10, 256) / 4`; `b = max(b, 1)`;
+//! - < 4.19: `b = min(managed / 1024, 128) / 4` (cap `512 * 1024 / PAGE_SIZE`), same rounding:
+//!   batch 31 from 88,064 managed pages, never 63 (d8a759b57035 doubled the cap in 4.19).
+//! - 4.19 - 6.18: `b = min(managed >> 10, 256) / 4`; `b = max(b, 1)`;
 //!   `batch = rounddown_pow_of_two(b + b / 2) - 1` (0 for zones below 4096 pages, e.g. DMA);
 //!   the caller stores `max(1, batch)`. So batch = 63 from 176,128 managed pages (688 MiB).
 //! - From 6.19: `b = min(managed >> 12, 64)`; `if b <= 1 return 1`; same rounding; the caller
@@ -136,7 +138,12 @@ pub fn zone_batchsize(managed_pages: u64, version: KernelVersion) -> u32 {
         }
         b
     } else {
-        let mut b = (managed_pages >> 10).min(256) / 4;
+        let cap = if version.has_doubled_batch() {
+            256
+        } else {
+            128
+        };
+        let mut b = (managed_pages >> 10).min(cap) / 4;
         if b < 1 {
             b = 1;
         }

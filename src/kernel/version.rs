@@ -17,8 +17,13 @@
 //!   ([`KernelVersion::may_have_scale_max_backport`]).
 //! - `/proc/zoneinfo` prints `high_min` / `high_max` from 6.13 (MengEn Sun, posted 10 Oct 2024;
 //!   the 6.18 sample has it).
-//! - The `free_high` threshold became `batch + high_min / 2` (Nikhil Dhama, April 2025). The
-//!   merge version is **not verified**; this crate assumes 6.15.
+//! - The `free_high` threshold became `batch + high_min / 2` (c544a952ba61, Nikhil Dhama,
+//!   April 2025): 6.16, inferred (its tester compares "v6.15 vanilla" with "v6.15 with
+//!   (c544a952ba)", and the robot report finds it on linus/master); no 6.16 tree read.
+//! - `zone_batchsize()` caps at 512 KiB (batch 31, high 186) before 4.19 and at 1 MiB from
+//!   4.19 (d8a759b57035, "mm, page_alloc: double zone's batchsize").
+//!
+//! Every change with its commit id is in [`crate::kernel::changes`].
 //! - Frees in chunks of at most `batch` with the pcp lock dropped in between from 6.19 (Joshua
 //!   Hahn, "mm/page_alloc: Batch page freeing in free_frozen_page_commit", Oct 2025; posted after
 //!   6.18-rc1, no tagged release confirmed).
@@ -193,10 +198,16 @@ impl KernelVersion {
         self.at_least(6, 13)
     }
 
-    /// The `free_high` threshold is `batch + high_min / 2` rather than `batch` (assumed >= 6.15;
-    /// the merge version is **not verified**).
+    /// The `free_high` threshold is `batch + high_min / 2` rather than `batch` (>= 6.16,
+    /// c544a952ba61; the version is inferred, see the module documentation).
     pub fn free_high_threshold_uses_high_min(self) -> bool {
-        self.at_least(6, 15)
+        self.at_least(6, 16)
+    }
+
+    /// `zone_batchsize()` caps the batch at 1 MiB of pages (>= 4.19, d8a759b57035, "mm,
+    /// page_alloc: double zone's batchsize"); before, at 512 KiB.
+    pub fn has_doubled_batch(self) -> bool {
+        self.at_least(4, 19)
     }
 
     /// Bulk frees are split into chunks of at most `batch` pages (>= 6.19).
