@@ -17,6 +17,8 @@ mod fit;
 mod import;
 mod kernel;
 mod machines;
+mod measure;
+mod measure_pcp;
 mod optimal_high;
 mod plot;
 mod predict;
@@ -117,6 +119,8 @@ pub enum Command {
     Data(data::Args),
     /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
     Import(import::Args),
+    /// Measure this host: latencies (`measure latency`), the kernel's PCP under load (`measure pcp`).
+    Measure(measure::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -140,6 +144,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Memcg(a) => allocpath::memcg(a, format),
         Command::Plot(a) => plot::run(a, format),
         Command::Import(a) => import::run(a, format),
+        Command::Measure(a) => measure::run(a, format),
     }
 }
 

@@ -1,0 +1,1 @@
+//! The real kernel under a workload at several pcp->high settings.

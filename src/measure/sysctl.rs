@@ -1,0 +1,1 @@
+//! Safe changes of vm.percpu_pagelist_high_fraction.
