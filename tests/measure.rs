@@ -264,3 +264,56 @@ fn latency_quick_reports_every_level_and_its_toml_loads() {
         );
     }
 }
+
+#[test]
+fn compare_reports_error_tau_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("sweep.csv");
+    // A sweep shaped like thread 004's icelake rows, as `measure pcp --out` writes it.
+    std::fs::write(
+        &csv,
+        "machine,pcp_high_pages,score,percpu_pagelist_high_fraction\n\
+         host,252,100662,8126\nhost,1024,117252,2000\nhost,4096,134674,500\n\
+         host,16384,120000,125\nhost,65536,103193,31\n",
+    )
+    .unwrap();
+    let st = Command::new(BIN)
+        .args([
+            "compare",
+            "--machine",
+            "skylake-desktop",
+            "--format",
+            "json",
+        ])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(st.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 5);
+    assert!(v["kendall_tau"].as_f64().unwrap().abs() <= 1.0);
+    assert!(v["best_in_range"].is_boolean());
+    assert_eq!(v["measured_best_high"].as_f64(), Some(4096.0));
+    assert!(v["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "fixed_ns"));
+    // A workload without a score model is refused with exit 2.
+    let st = Command::new(BIN)
+        .args([
+            "compare",
+            "--machine",
+            "skylake-desktop",
+            "--workload",
+            "page-fault",
+        ])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
+}

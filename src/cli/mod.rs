@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pcpmodel::report::{Format, Report};
 
 mod allocpath;
+mod compare;
 mod data;
 mod detect;
 mod explain;
@@ -121,6 +122,8 @@ pub enum Command {
     Import(import::Args),
     /// Measure this host: latencies (`measure latency`), the kernel's PCP under load (`measure pcp`).
     Measure(measure::Args),
+    /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
+    Compare(compare::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -145,6 +148,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Plot(a) => plot::run(a, format),
         Command::Import(a) => import::run(a, format),
         Command::Measure(a) => measure::run(a, format),
+        Command::Compare(a) => compare::run(a, format),
     }
 }
 

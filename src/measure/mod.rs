@@ -6,6 +6,7 @@
 //! the models. The command-line side (`pcpmodel measure ...`) adds the progress bar and the signal
 //! handling.
 
+pub mod compare;
 pub mod latency;
 pub mod pcp;
 pub mod sysctl;
