@@ -222,12 +222,15 @@ fn latency_quick_reports_every_level_and_its_toml_loads() {
         .args(["--format", "json"])
         .output()
         .unwrap();
+    // Exit 1 = measured, but the values break the machine's ordering rules (on a busy machine
+    // a noisy LLC median can exceed DRAM's): the report is still complete.
     assert!(
-        st.status.success(),
+        matches!(st.status.code(), Some(0 | 1)),
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(v["machine"].is_null(), st.status.code() == Some(1));
     let levels: Vec<&str> = v["measurement"]["loads"]
         .as_array()
         .unwrap()
@@ -316,4 +319,34 @@ fn compare_reports_error_tau_and_range() {
         .output()
         .unwrap();
     assert_eq!(st.status.code(), Some(2));
+}
+
+#[test]
+fn committed_host_run_is_complete() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/host");
+    let m = pcpmodel::Machine::from_path(&dir.join("host.toml")).unwrap();
+    for (name, v) in [
+        ("l2_hit", &m.latency_ns.l2_hit),
+        ("llc_hit", &m.latency_ns.llc_hit),
+        ("dram_local", &m.latency_ns.dram_local),
+        ("c2c_same_llc", &m.latency_ns.c2c_same_llc),
+    ] {
+        assert!(
+            v.source.starts_with("measured: pcpmodel measure "),
+            "{name}: {}",
+            v.source
+        );
+    }
+    let csv = std::fs::read_to_string(dir.join("netperf-udp.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert!(rows.len() >= 5, "at least 5 settings");
+    assert!(
+        rows.iter().all(|r| r[7].parse::<usize>().unwrap() >= 3),
+        "at least 3 repeats"
+    );
 }

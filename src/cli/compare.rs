@@ -84,12 +84,12 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             if m.blind != 0.0 {
                 format!("{:+.1}", 100.0 * (m.fitted / m.blind - 1.0))
             } else {
-                format!("{:+} (abs)", sig(m.fitted - m.blind, 3))
+                format!("{} (abs)", sig(m.fitted - m.blind, 3))
             },
-            if m.fixed {
-                "fixed".into()
-            } else {
-                "free".to_string()
+            match (m.fixed, m.at_bound) {
+                (true, _) => "fixed".to_string(),
+                (false, true) => "free, at its bound".into(),
+                (false, false) => "free".into(),
             },
         ]);
     }

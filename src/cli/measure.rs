@@ -48,12 +48,19 @@ pub struct LatencyArgs {
     /// Print only the detected machine with the measured latencies as a machine file (TOML).
     #[arg(long)]
     pub toml: bool,
+    /// Also write that machine file here (the report still goes to stdout).
+    #[arg(long, value_name = "FILE")]
+    pub save_toml: Option<PathBuf>,
     /// Root of the sysfs/proc tree describing the host (the measurement itself always runs here).
     #[arg(long, default_value = "/", hide = true)]
     pub root: PathBuf,
     /// No progress bar on stderr.
     #[arg(long)]
     pub no_progress: bool,
+    /// Measure in SCHED_FIFO threads (root): on a busy machine, time sharing otherwise preempts
+    /// the chase and the ping-pong. RT throttling still leaves others 5 % of each second.
+    #[arg(long)]
+    pub realtime: bool,
 }
 
 /// Runs `pcpmodel measure`.
@@ -100,6 +107,7 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
     let cfg = LatencyConfig {
         quick: args.quick,
         repeats,
+        realtime: args.realtime,
         ..LatencyConfig::default()
     };
     let pb = progress_bar(1, args.no_progress);
@@ -111,16 +119,20 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
     pb.finish_and_clear();
     let mut notes = report.notes.clone();
     let applied = report.apply_to(&mut machine);
-    if args.toml {
-        let set = applied?;
+    if args.toml || args.save_toml.is_some() {
+        let set = match &applied {
+            Ok(s) => s.clone(),
+            Err(e) => anyhow::bail!("the measured values do not make a valid machine: {e}"),
+        };
         let still: Vec<&String> = assumed
             .iter()
             .filter(|a| !set.iter().any(|s| s == *a) && !a.starts_with("cache."))
             .collect();
         let mut text = format!(
-            "# Measured by `pcpmodel measure latency{}` on {} (load average {} at the start).\n\
-             # Measured: {}.\n# Still assumed: {}\n",
+            "# Measured by `pcpmodel measure latency{}{}` on {} (load average {} at the \
+             start).\n# Measured: {}.\n# Still assumed: {}\n",
             if args.quick { " --quick" } else { "" },
+            if args.realtime { " --realtime" } else { "" },
             report.date,
             report
                 .load_before
@@ -137,8 +149,14 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
             }
         );
         text.push_str(&machine.to_toml_string()?);
-        print!("{text}");
-        return Ok(ExitCode::SUCCESS);
+        if let Some(path) = &args.save_toml {
+            std::fs::write(path, &text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        }
+        if args.toml {
+            print!("{text}");
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     let mut t = Table::new([
         "level",

@@ -59,6 +59,9 @@ pub struct PcpArgs {
     /// Write the fit CSV here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write every point (run order, with the sender-receiver c2c latency) here as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
     /// Journal of the original value (lets a later run restore after a SIGKILL).
     #[arg(long, default_value = sysctl::DEFAULT_JOURNAL)]
     pub journal: PathBuf,
@@ -74,6 +77,10 @@ pub struct PcpArgs {
     /// No progress bar on stderr.
     #[arg(long)]
     pub no_progress: bool,
+    /// Run the workload SCHED_FIFO (priority 1, root; its threads and processes inherit it):
+    /// on a busy machine time sharing otherwise dominates the score.
+    #[arg(long)]
+    pub realtime: bool,
 }
 
 /// Runs `pcpmodel measure pcp`.
@@ -248,6 +255,11 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
             }
         });
     }
+    if args.realtime {
+        if let Err(e) = pcpmodel::measure::latency::set_fifo(true) {
+            eprintln!("Warning: SCHED_FIFO refused ({e}): running under time sharing");
+        }
+    }
     let pb = super::measure::progress_bar(order.len() as u64, args.no_progress);
     let result = pcp::sweep(
         &guard,
@@ -263,6 +275,9 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         },
     );
     pb.finish_and_clear();
+    if args.realtime {
+        let _ = pcpmodel::measure::latency::set_fifo(false);
+    }
     guard.restore()?;
     let points = result?;
     let now = std::fs::read_to_string(&args.sysctl_path)
@@ -274,6 +289,10 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     let csv = pcp::fit_csv("host", &workload, &settings);
     if let Some(out) = &args.out {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    if let Some(raw) = &args.raw {
+        std::fs::write(raw, pcp::raw_csv(&workload, &points))
+            .with_context(|| format!("cannot write {}", raw.display()))?;
     }
     let mut t = Table::new([
         "percpu_pagelist_high_fraction",

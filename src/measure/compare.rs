@@ -71,6 +71,8 @@ pub struct ParamMove {
     pub fitted: f64,
     /// Held fixed in the fit.
     pub fixed: bool,
+    /// Ended at a bound of its allowed range.
+    pub at_bound: bool,
 }
 
 /// The comparison.
@@ -220,6 +222,7 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
                 },
                 fitted: f.value,
                 fixed: f.fixed,
+                at_bound: f.at_bound,
             })
         })
         .collect();

@@ -49,6 +49,10 @@ pub struct LatencyConfig {
     pub repeats: usize,
     /// Seed of the random permutations.
     pub seed: u64,
+    /// Run the measuring threads SCHED_FIFO (priority 1, needs root): on a busy machine the
+    /// time-sharing scheduler otherwise preempts them mid-measurement. The kernel's RT
+    /// throttling (sched_rt_runtime_us) still leaves the rest of the machine 5 % of each second.
+    pub realtime: bool,
 }
 
 impl Default for LatencyConfig {
@@ -57,6 +61,7 @@ impl Default for LatencyConfig {
             quick: false,
             repeats: 7,
             seed: 0x5eed,
+            realtime: false,
         }
     }
 }
@@ -391,6 +396,23 @@ pub fn set_allowed_cpus(cpus: &[u32]) {
         }
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
+}
+
+/// Switches the calling thread to SCHED_FIFO priority 1 (`on`) or back to SCHED_OTHER.
+pub fn set_fifo(on: bool) -> std::result::Result<(), std::io::Error> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(on),
+    };
+    let policy = if on {
+        libc::SCHED_FIFO
+    } else {
+        libc::SCHED_OTHER
+    };
+    // SAFETY: a valid sched_param for the policy; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 // ----- core to core ----------------------------------------------------------------------------
@@ -758,6 +780,15 @@ pub fn measure(
     let saved = allowed_cpus();
     let first_cpu = cpus.first().map_or(0, |c| c.cpu);
     pin_current_thread(first_cpu)?;
+    let mut notes = Vec::new();
+    if cfg.realtime {
+        // Threads created from here on inherit the policy (PTHREAD_INHERIT_SCHED).
+        if let Err(e) = set_fifo(true) {
+            notes.push(format!(
+                "SCHED_FIFO refused ({e}): measured under time sharing"
+            ));
+        }
+    }
     let mut loads = Vec::new();
     let mut result = Ok(());
     for (i, (level, bytes, huge, node, n)) in plan.into_iter().enumerate() {
@@ -779,9 +810,12 @@ pub fn measure(
         done += 1;
     }
     set_allowed_cpus(&saved);
+    if result.is_err() && cfg.realtime {
+        let _ = set_fifo(false);
+    }
     result?;
     let mut c2c = Vec::new();
-    let trips = 200_000 / scale;
+    let trips = 40_000 / scale;
     // More, shorter repeats: a preempted repeat on a shared machine is one outlier, not a bias.
     let c2c_reps = (reps * 3).max(5);
     for (class, pairs) in classes {
@@ -800,8 +834,10 @@ pub fn measure(
         });
         done += 1;
     }
+    if cfg.realtime {
+        let _ = set_fifo(false);
+    }
     progress("done", total, total);
-    let mut notes = Vec::new();
     for r in &loads {
         if r.huge_requested && r.huge_fraction < 0.9 {
             notes.push(format!(

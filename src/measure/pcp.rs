@@ -302,6 +302,10 @@ pub struct Point {
     pub consumer_high: Vec<i64>,
     /// Live pcp->high of every CPU right after the run, pages.
     pub all_high: Vec<(u32, i64)>,
+    /// netperf-udp: one-way cache-line transfer between sender and receiver CPU measured just
+    /// before the run (ping-pong, median of 5 x 5000 round trips), ns. In a VM it shows where
+    /// the hypervisor placed the two vCPUs at that moment.
+    pub c2c_ns: Option<f64>,
 }
 
 /// Medians and spread of one setting.
@@ -367,6 +371,28 @@ pub fn fit_csv(machine: &str, workload: &Workload, settings: &[Setting]) -> Stri
     s
 }
 
+/// Every point as CSV (fraction, repeat, score, median consumer pcp->high, c2c ns), in run order.
+pub fn raw_csv(workload: &Workload, points: &[Point]) -> String {
+    let mut s = format!(
+        "# pcpmodel measure pcp --workload {}: every point in run order; score in {}\n\
+         percpu_pagelist_high_fraction,repeat,score,pcp_high_pages,c2c_ns\n",
+        workload.name(),
+        workload.unit()
+    );
+    for p in points {
+        let h: Vec<f64> = p.consumer_high.iter().map(|&h| h as f64).collect();
+        s.push_str(&format!(
+            "{},{},{:.1},{},{}\n",
+            p.fraction,
+            p.repeat,
+            p.score,
+            Spread::of(&h).map_or(String::new(), |x| format!("{:.0}", x.median)),
+            p.c2c_ns.map_or(String::new(), |c| format!("{c:.1}"))
+        ));
+    }
+    s
+}
+
 /// Runs a sweep: for each planned point, set the sysctl, run, read /proc/zoneinfo. `stop` is
 /// checked between points (a signal handler sets it); `progress(done, total)` after each.
 #[allow(clippy::too_many_arguments)]
@@ -389,6 +415,15 @@ pub fn sweep(
         }
         progress(i, order.len(), fraction);
         guard.set(fraction)?;
+        let c2c_ns = match *workload {
+            Workload::NetperfUdp { sender, receiver } if sender != receiver => {
+                super::latency::ping_pong(sender, receiver, 5000, 5)
+                    .ok()
+                    .and_then(|v| Spread::of(&v))
+                    .map(|s| s.median)
+            }
+            _ => None,
+        };
         let score = workload.run(secs, ncpus)?;
         let text = std::fs::read_to_string(zoneinfo).map_err(|e| Error::io(&label, e))?;
         let live = live_high(&text, &label)?;
@@ -404,6 +439,7 @@ pub fn sweep(
             score,
             consumer_high,
             all_high: live.high,
+            c2c_ns,
         });
     }
     progress(order.len(), order.len(), 0);
