@@ -13,6 +13,17 @@ use pcpmodel::measure::sysctl::{self, SysctlGuard};
 use pcpmodel::report::{sig, Format, Report, Table};
 use serde_json::json;
 
+/// Restores the sysctl when dropped (a panic unwinding this thread, an early return).
+struct RestoreOnDrop(Arc<SysctlGuard>);
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.restore() {
+            eprintln!("Error: could not restore the sysctl: {e}");
+        }
+    }
+}
+
 /// Arguments of `pcpmodel measure pcp`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -232,6 +243,9 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         );
     }
     let guard = Arc::new(guard);
+    // The signal thread holds a second reference, so the guard's own Drop would not run when
+    // this thread unwinds from a panic: this one does.
+    let _restore_on_unwind = RestoreOnDrop(Arc::clone(&guard));
     let stop = Arc::new(AtomicBool::new(false));
     {
         let (g, st) = (Arc::clone(&guard), Arc::clone(&stop));
@@ -325,6 +339,17 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         guard.original(),
         if restored_ok { "" } else { ": NOT RESTORED" }
     )];
+    if let Ok(text) = std::fs::read_to_string(&args.zoneinfo) {
+        let low = pcp::below_high_min(&text, &zi_label).unwrap_or_default();
+        if !low.is_empty() {
+            notes.push(format!(
+                "Live pcp->high left below high_min ({}): the kernel raises it only on that \
+                 zone's next allocation or free on that CPU (decay_pcp_high() only lowers it); \
+                 the sysctl itself is restored.",
+                low.join("; ")
+            ));
+        }
+    }
     if let Some(out) = &args.out {
         notes.push(format!(
             "Fit CSV written to {} (pcpmodel fit --model netperf-pcp-high --data {}).",

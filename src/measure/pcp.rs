@@ -256,6 +256,27 @@ pub fn live_high(text: &str, label: &str) -> Result<LiveHigh> {
     })
 }
 
+/// Zones and CPUs whose live pcp->high lies below its high_min (and is not 0): after a sweep
+/// restores the sysctl, a zone without traffic keeps the high it decayed to until its next
+/// allocation or free (`decay_pcp_high()` only lowers high). Returns "zone cpu high<high_min".
+pub fn below_high_min(text: &str, label: &str) -> Result<Vec<String>> {
+    let zi = parse_zoneinfo(text, label)?;
+    let mut out = Vec::new();
+    for z in &zi.zones {
+        for p in &z.pagesets {
+            if let Some(hmin) = p.high_min_pages {
+                if p.high_pages != 0 && p.high_pages < hmin {
+                    out.push(format!(
+                        "node {} {:?} CPU {}: {} < {}",
+                        z.node, z.kind, p.cpu, p.high_pages, hmin
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The sysctl values of a sweep: the default 0, then fractions that put pcp->high near
 /// `4 × batch`, LLC/8, LLC/2, 2 × LLC and 8 × LLC (pages), on a zone of `managed` pages split
 /// over `cpus_in_node` CPUs (`high = managed / fraction / cpus`, fraction >= 8).
