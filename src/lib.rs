@@ -19,6 +19,7 @@ pub mod fit;
 pub mod import;
 pub mod kernel;
 pub mod machine;
+pub mod measure;
 pub mod model;
 pub mod optimize;
 pub mod plot;

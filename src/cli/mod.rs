@@ -11,6 +11,7 @@ use pcpmodel::report::{Format, Report};
 
 mod allocpath;
 mod assumptions;
+mod compare;
 mod data;
 mod detect;
 mod explain;
@@ -18,6 +19,8 @@ mod fit;
 mod import;
 mod kernel;
 mod machines;
+mod measure;
+mod measure_pcp;
 mod optimal_high;
 mod plot;
 mod predict;
@@ -122,6 +125,10 @@ pub enum Command {
     Data(data::Args),
     /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
     Import(import::Args),
+    /// Measure this host: latencies (`measure latency`), the kernel's PCP under load (`measure pcp`).
+    Measure(measure::Args),
+    /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
+    Compare(compare::Args),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -146,6 +153,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Memcg(a) => allocpath::memcg(a, format),
         Command::Plot(a) => plot::run(a, format),
         Command::Import(a) => import::run(a, cli.format.map_or(Format::Csv, Into::into)),
+        Command::Measure(a) => measure::run(a, format),
+        Command::Compare(a) => compare::run(a, format),
     }
 }
 

@@ -1,0 +1,372 @@
+//! `pcpmodel measure pcp`: a workload on the host kernel at several pcp->high settings.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use pcpmodel::detect::detect;
+use pcpmodel::measure::latency::{host_cpus, pair_classes};
+use pcpmodel::measure::pcp::{self, Workload};
+use pcpmodel::measure::sysctl::{self, SysctlGuard};
+use pcpmodel::report::{sig, Format, Report, Table};
+use serde_json::json;
+
+/// Restores the sysctl when dropped (a panic unwinding this thread, an early return).
+struct RestoreOnDrop(Arc<SysctlGuard>);
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.restore() {
+            eprintln!("Error: could not restore the sysctl: {e}");
+        }
+    }
+}
+
+/// Arguments of `pcpmodel measure pcp`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Sets vm.percpu_pagelist_high_fraction to each setting (0 = the kernel default first), runs the
+workload, and reads every CPU's live pcp->high from /proc/zoneinfo after each point. Repeats are
+interleaved. The original value is written back at the end, on an error, on SIGINT/SIGTERM and on
+a panic; after a SIGKILL the journal (--journal) lets the next run (or --recover) write it back.
+Needs root; --dry-run prints the plan without changing anything.
+
+Output: with --out FILE, the CSV `pcpmodel fit --model netperf-pcp-high --data FILE` reads
+(pcp_high_pages, score, and the spread). Exit status: 0 done; 2 error or interrupted.
+
+Examples:
+  pcpmodel measure pcp --workload netperf-udp --dry-run
+  pcpmodel measure pcp --workload netperf-udp --out sweep.csv
+  pcpmodel measure pcp --workload page-fault --tasks 2 --quick")]
+pub struct PcpArgs {
+    /// Workload: netperf-udp (UDP stream over loopback, 64 KiB datagrams) or page-fault
+    /// (mmap/touch/munmap loop in N processes).
+    #[arg(long)]
+    pub workload: String,
+    /// 0.3 s per point instead of 2 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seconds per point (overrides --quick).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Repeats of every setting (interleaved).
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Settings of vm.percpu_pagelist_high_fraction, comma separated (0 or >= 8); default: 0
+    /// and five values aimed at 4 x batch, LLC/8, LLC/2, 2 x LLC and 8 x LLC pages.
+    #[arg(long, value_delimiter = ',')]
+    pub fractions: Option<Vec<u64>>,
+    /// netperf-udp: sender and receiver CPUs (default: a same-LLC pair).
+    #[arg(long, value_delimiter = ',')]
+    pub cpus: Option<Vec<u32>>,
+    /// page-fault: number of processes (default: one per CPU).
+    #[arg(long)]
+    pub tasks: Option<u32>,
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write the fit CSV here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write every point (run order, with the sender-receiver c2c latency) here as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+    /// Journal of the original value (lets a later run restore after a SIGKILL).
+    #[arg(long, default_value = sysctl::DEFAULT_JOURNAL)]
+    pub journal: PathBuf,
+    /// Only replay the journal (restore the sysctl a killed run left changed) and exit.
+    #[arg(long)]
+    pub recover: bool,
+    /// The sysctl file (tests point it at a fake file).
+    #[arg(long, default_value = sysctl::HIGH_FRACTION_PATH, hide = true)]
+    pub sysctl_path: PathBuf,
+    /// The zoneinfo file read after each point.
+    #[arg(long, default_value = "/proc/zoneinfo", hide = true)]
+    pub zoneinfo: PathBuf,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Run the workload SCHED_FIFO (priority 1, root; its threads and processes inherit it):
+    /// on a busy machine time sharing otherwise dominates the score.
+    #[arg(long)]
+    pub realtime: bool,
+}
+
+/// Runs `pcpmodel measure pcp`.
+pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
+    if args.recover {
+        match sysctl::recover(&args.journal)? {
+            Some(r) => println!(
+                "Restored {} to {} from {}",
+                r.path.display(),
+                r.original,
+                args.journal.display()
+            ),
+            None => println!(
+                "No journal at {}: nothing to restore",
+                args.journal.display()
+            ),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cpus = host_cpus(std::path::Path::new("/"))?;
+    let ncpus = cpus.len() as u32;
+    let workload = match args.workload.as_str() {
+        "netperf-udp" => {
+            let (s, r) = match args.cpus.as_deref() {
+                Some([s, r]) => (*s, *r),
+                Some(_) => anyhow::bail!("--cpus: give two CPUs, sender,receiver"),
+                None => {
+                    let classes = pair_classes(&cpus, 1);
+                    classes
+                        .iter()
+                        .find(|(c, _)| *c == "same_llc")
+                        .or(classes.first())
+                        .map(|(_, p)| p[0])
+                        .unwrap_or((0, 0))
+                }
+            };
+            for c in [s, r] {
+                if !cpus.iter().any(|x| x.cpu == c) {
+                    anyhow::bail!("--cpus: CPU {c} is not online");
+                }
+            }
+            Workload::NetperfUdp {
+                sender: s,
+                receiver: r,
+            }
+        }
+        "page-fault" => Workload::PageFault {
+            tasks: args.tasks.unwrap_or(ncpus).max(1),
+        },
+        other => anyhow::bail!("--workload: unknown '{other}': use netperf-udp or page-fault"),
+    };
+    let secs = args.seconds.unwrap_or(if args.quick { 0.3 } else { 2.0 });
+    if !(secs.is_finite() && secs > 0.0 && secs <= 600.0) {
+        anyhow::bail!("--seconds: must be in (0, 600], got {secs}");
+    }
+    if args.repeats == 0 {
+        anyhow::bail!("--repeats: must be at least 1");
+    }
+    let zi_label = args.zoneinfo.display().to_string();
+    let zi_text = std::fs::read_to_string(&args.zoneinfo)
+        .with_context(|| format!("cannot read {zi_label}"))?;
+    let live = pcp::live_high(&zi_text, &zi_label)?;
+    let fractions = match &args.fractions {
+        Some(f) => {
+            if let Some(bad) = f.iter().find(|&&x| x != 0 && x < 8) {
+                anyhow::bail!("--fractions: {bad} is neither 0 nor >= 8 (the kernel refuses it)");
+            }
+            f.clone()
+        }
+        None => {
+            let d = detect(std::path::Path::new("/"))?;
+            let llc_pages = d
+                .to_machine()
+                .ok()
+                .map(|(m, _)| m.llc_pages_per_domain())
+                .unwrap_or(8192);
+            let in_node0 = cpus.iter().filter(|c| c.node == 0).count() as u32;
+            pcp::plan_fractions(live.managed_pages, in_node0, live.batch, llc_pages)
+        }
+    };
+    let order = pcp::interleave(&fractions, args.repeats);
+    let estimate = order.len() as f64 * (secs + 0.05);
+    if let Some((la, running)) = sysctl::busy() {
+        if la > 1.0 || running > 1 {
+            eprintln!(
+                "Warning: the machine is busy (load average {la:.2}, {running} runnable tasks in \
+                 /proc/stat including this one): the scores will carry that noise"
+            );
+        }
+    }
+    let in_node0 = cpus.iter().filter(|c| c.node == 0).count().max(1) as u64;
+    if args.dry_run {
+        let mut t = Table::new([
+            "percpu_pagelist_high_fraction",
+            "expected pcp->high (pages)",
+            "how",
+        ])
+        .titled(format!(
+            "Plan: {} on {}, {} repeat(s) interleaved, {secs} s per point, about {:.0} s",
+            workload.name(),
+            args.sysctl_path.display(),
+            args.repeats,
+            estimate
+        ));
+        for &f in &fractions {
+            match live.managed_pages.checked_div(f) {
+                None => t.push([
+                    "0".to_string(),
+                    "auto-tuned".into(),
+                    "kernel default (read live during the run)".into(),
+                ]),
+                Some(per_zone) => {
+                    let h = (per_zone / in_node0).max(4 * live.batch.max(0) as u64);
+                    t.push([
+                        f.to_string(),
+                        h.to_string(),
+                        format!(
+                            "max({} managed / {f} / {in_node0} CPUs, 4 x batch {})",
+                            live.managed_pages, live.batch
+                        ),
+                    ]);
+                }
+            }
+        }
+        let report = Report {
+            json: json!({"dry_run": true, "workload": workload, "fractions": fractions,
+                "order": order, "seconds_per_point": secs, "estimate_s": estimate,
+                "sysctl": args.sysctl_path, "journal": args.journal}),
+            tables: vec![t],
+            notes: vec![format!(
+                "Order: {}. Nothing was changed (--dry-run).",
+                order
+                    .iter()
+                    .map(|(r, f)| format!("r{r}:{f}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )],
+        };
+        super::print_report(&report, format);
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let (guard, recovered) = SysctlGuard::acquire(&args.sysctl_path, &args.journal)?;
+    if let Some(r) = recovered {
+        eprintln!(
+            "Note: a journal from a run that did not finish was replayed: {} restored to {}",
+            r.path.display(),
+            r.original
+        );
+    }
+    let guard = Arc::new(guard);
+    // The signal thread holds a second reference, so the guard's own Drop would not run when
+    // this thread unwinds from a panic: this one does.
+    let _restore_on_unwind = RestoreOnDrop(Arc::clone(&guard));
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let (g, st) = (Arc::clone(&guard), Arc::clone(&stop));
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+        ])
+        .context("cannot install the SIGINT/SIGTERM handler")?;
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                st.store(true, Ordering::SeqCst);
+                match g.restore() {
+                    Ok(()) => eprintln!(
+                        "\nInterrupted (signal {sig}): {} restored to {}",
+                        g.path().display(),
+                        g.original()
+                    ),
+                    Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
+                }
+                std::process::exit(128 + sig);
+            }
+        });
+    }
+    if args.realtime {
+        if let Err(e) = pcpmodel::measure::latency::set_fifo(true) {
+            eprintln!("Warning: SCHED_FIFO refused ({e}): running under time sharing");
+        }
+    }
+    let pb = super::measure::progress_bar(order.len() as u64, args.no_progress);
+    let result = pcp::sweep(
+        &guard,
+        &workload,
+        &order,
+        secs,
+        ncpus,
+        &args.zoneinfo,
+        &stop,
+        &mut |done, _total, f| {
+            pb.set_position(done as u64);
+            pb.set_message(format!("fraction {f}"));
+        },
+    );
+    pb.finish_and_clear();
+    if args.realtime {
+        let _ = pcpmodel::measure::latency::set_fifo(false);
+    }
+    guard.restore()?;
+    let points = result?;
+    let now = std::fs::read_to_string(&args.sysctl_path)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let restored_ok = now == guard.original();
+    let settings = pcp::summarise(&fractions, &points);
+    let csv = pcp::fit_csv("host", &workload, &settings);
+    if let Some(out) = &args.out {
+        std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    if let Some(raw) = &args.raw {
+        std::fs::write(raw, pcp::raw_csv(&workload, &points))
+            .with_context(|| format!("cannot write {}", raw.display()))?;
+    }
+    let mut t = Table::new([
+        "percpu_pagelist_high_fraction",
+        "pcp->high median (pages)",
+        "pcp->high min-max (pages)",
+        &format!("score median ({})", workload.unit()),
+        "score IQR",
+        "score min-max",
+        "n",
+    ])
+    .titled(format!(
+        "{} on this host: score vs live pcp->high",
+        workload.name()
+    ));
+    for s in &settings {
+        t.push([
+            s.fraction.to_string(),
+            format!("{:.0}", s.high.median),
+            format!("{:.0}-{:.0}", s.high.min, s.high.max),
+            sig(s.score.median, 4),
+            format!("{}-{}", sig(s.score.q1, 4), sig(s.score.q3, 4)),
+            format!("{}-{}", sig(s.score.min, 4), sig(s.score.max, 4)),
+            s.score.n.to_string(),
+        ]);
+    }
+    let mut notes = vec![format!(
+        "{} is back at {} (original {}){}.",
+        args.sysctl_path.display(),
+        now,
+        guard.original(),
+        if restored_ok { "" } else { ": NOT RESTORED" }
+    )];
+    if let Ok(text) = std::fs::read_to_string(&args.zoneinfo) {
+        let low = pcp::below_high_min(&text, &zi_label).unwrap_or_default();
+        if !low.is_empty() {
+            notes.push(format!(
+                "Live pcp->high left below high_min ({}): the kernel raises it only on that \
+                 zone's next allocation or free on that CPU (decay_pcp_high() only lowers it); \
+                 the sysctl itself is restored.",
+                low.join("; ")
+            ));
+        }
+    }
+    if let Some(out) = &args.out {
+        notes.push(format!(
+            "Fit CSV written to {} (pcpmodel fit --model netperf-pcp-high --data {}).",
+            out.display(),
+            out.display()
+        ));
+    }
+    let report = Report {
+        json: json!({"workload": workload, "unit": workload.unit(), "settings": settings,
+            "points": points, "sysctl_restored": restored_ok, "original": guard.original()}),
+        tables: vec![t],
+        notes,
+    };
+    super::print_report(&report, format);
+    Ok(if restored_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}

@@ -1,0 +1,264 @@
+//! The blind prediction held against a measured sweep: relative error per setting, rank
+//! agreement (Kendall tau-b), whether the measured best lies in the predicted 1 % range, and
+//! how far a fit on the same data moves each parameter.
+//!
+//! The netperf model predicts a score in the units of the data it was fitted on
+//! (`score = score_scale / ns_per_page`); a blind prediction for a new machine has no score
+//! units (`score_scale` = 1), so predicted and measured scores are both divided by their
+//! geometric mean over the settings before comparing. The error therefore measures the shape
+//! of the curve (which settings win and by how much), not the absolute throughput.
+
+use serde::Serialize;
+
+use crate::calibrate::{netperf_fit_options, netperf_params, WorkloadSource};
+use crate::error::{Error, Result};
+use crate::fit::{fit, Dataset};
+use crate::machine::Machine;
+use crate::registry;
+
+/// Kendall's tau-b of two equally long series (ties in either count as neither concordant nor
+/// discordant). `None` with fewer than two points or when either series is constant.
+pub fn kendall_tau_b(a: &[f64], b: &[f64]) -> Option<f64> {
+    let n = a.len().min(b.len());
+    let (mut conc, mut disc, mut ta, mut tb) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for i in 0..n {
+        for j in i + 1..n {
+            let da = (a[i] - a[j]).signum() * f64::from(u8::from(a[i] != a[j]));
+            let db = (b[i] - b[j]).signum() * f64::from(u8::from(b[i] != b[j]));
+            match (da == 0.0, db == 0.0) {
+                (true, true) => {}
+                (true, false) => ta += 1.0,
+                (false, true) => tb += 1.0,
+                (false, false) => {
+                    if da == db {
+                        conc += 1.0
+                    } else {
+                        disc += 1.0
+                    }
+                }
+            }
+        }
+    }
+    let denom = ((conc + disc + ta) * (conc + disc + tb)).sqrt();
+    (denom > 0.0).then(|| (conc - disc) / denom)
+}
+
+/// One setting: measured and predicted.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// pcp->high, pages.
+    pub high_pages: f64,
+    /// Measured score (the CSV's unit).
+    pub measured: f64,
+    /// Measured score / geometric mean of the measured scores.
+    pub measured_norm: f64,
+    /// Blind prediction / geometric mean of the blind predictions.
+    pub predicted_norm: f64,
+    /// predicted_norm / measured_norm - 1, percent.
+    pub error_pct: f64,
+}
+
+/// One parameter before and after fitting to the measured sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParamMove {
+    /// Parameter name.
+    pub name: String,
+    /// Unit.
+    pub unit: String,
+    /// Blind value.
+    pub blind: f64,
+    /// Fitted value.
+    pub fitted: f64,
+    /// Held fixed in the fit.
+    pub fixed: bool,
+    /// Ended at a bound of its allowed range.
+    pub at_bound: bool,
+}
+
+/// The comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Model used.
+    pub model: String,
+    /// Machine name.
+    pub machine: String,
+    /// Where the blind parameters came from.
+    pub blind_source: String,
+    /// Per setting, in the CSV's order.
+    pub rows: Vec<Row>,
+    /// Root mean square of the relative errors, percent.
+    pub rms_error_pct: f64,
+    /// Kendall tau-b of the settings ranked by measured and by predicted score.
+    pub kendall_tau: Option<f64>,
+    /// Predicted 1 % range of pcp->high (pages), over a log grid spanning the measured highs.
+    pub predicted_range: (f64, f64),
+    /// pcp->high of the measured best setting, pages.
+    pub measured_best_high: f64,
+    /// Whether the measured best lies in the predicted 1 % range.
+    pub best_in_range: bool,
+    /// Parameters, blind vs fitted to the same CSV.
+    pub params: Vec<ParamMove>,
+    /// Whether that fit converged.
+    pub fit_converged: bool,
+    /// RMS relative error of the fit, percent.
+    pub fit_rms_pct: Option<f64>,
+}
+
+fn geo_mean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// Compares the blind netperf prediction for `machine` with the sweep in `csv` (text; `label`
+/// names it in errors).
+pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comparison> {
+    let entry = registry::find("netperf-pcp-high")?;
+    let model = (entry.build)(machine)?;
+    let ds = Dataset::from_csv_str(csv, label, model.as_ref())?;
+    if ds.y.len() < 2 {
+        return Err(Error::invalid(
+            label,
+            "rows",
+            "need at least two settings to compare",
+        ));
+    }
+    if let Some(bad) = ds.y.iter().find(|y| !y.is_finite() || **y <= 0.0) {
+        return Err(Error::invalid(
+            label,
+            "score",
+            format!("{bad} is not a positive score"),
+        ));
+    }
+    let blind = netperf_params(machine)?;
+    let blind_source = match &blind.source {
+        WorkloadSource::Fitted { data } => {
+            format!("fitted to {data} (this machine has thread-004 data: not blind for it)")
+        }
+        WorkloadSource::CarriedOver { from } => format!(
+            "carried over from {} ({:.0} cycles/page fixed work); nothing fitted to {label}",
+            from.join(", "),
+            blind.fixed_cycles
+        ),
+    };
+    let pred = model.predict_many(&blind.values, &ds.x)?;
+    if pred.iter().any(|p| !p.is_finite() || *p <= 0.0) {
+        return Err(Error::Unsupported(
+            "the blind prediction is not finite".into(),
+        ));
+    }
+    let (gm, gp) = (geo_mean(&ds.y), geo_mean(&pred));
+    let rows: Vec<Row> =
+        ds.x.iter()
+            .zip(ds.y.iter().zip(&pred))
+            .map(|(x, (m, p))| {
+                let (mn, pn) = (m / gm, p / gp);
+                Row {
+                    high_pages: x[0],
+                    measured: *m,
+                    measured_norm: mn,
+                    predicted_norm: pn,
+                    error_pct: 100.0 * (pn / mn - 1.0),
+                }
+            })
+            .collect();
+    let rms_error_pct =
+        (rows.iter().map(|r| r.error_pct.powi(2)).sum::<f64>() / rows.len() as f64).sqrt();
+    let kendall_tau = kendall_tau_b(&ds.y, &pred);
+    // Predicted 1 % range over a log grid from 1 page to 4 x the largest measured high.
+    let top = ds.x.iter().map(|x| x[0]).fold(1.0, f64::max) * 4.0;
+    let grid: Vec<f64> = (0..=400)
+        .map(|i| (top.ln() * f64::from(i) / 400.0).exp().round())
+        .chain(ds.x.iter().map(|x| x[0]))
+        .collect();
+    let xs: Vec<Vec<f64>> = grid.iter().map(|h| vec![*h]).collect();
+    let curve = model.predict_many(&blind.values, &xs)?;
+    let best = curve.iter().cloned().fold(f64::MIN, f64::max);
+    let inside: Vec<f64> = grid
+        .iter()
+        .zip(&curve)
+        .filter(|(_, c)| **c >= 0.99 * best)
+        .map(|(h, _)| *h)
+        .collect();
+    let predicted_range = (
+        inside.iter().cloned().fold(f64::MAX, f64::min),
+        inside.iter().cloned().fold(f64::MIN, f64::max),
+    );
+    let ibest = (0..ds.y.len())
+        .max_by(|&a, &b| ds.y[a].total_cmp(&ds.y[b]))
+        .unwrap_or(0);
+    let measured_best_high = ds.x[ibest][0];
+    let best_in_range =
+        measured_best_high >= predicted_range.0 && measured_best_high <= predicted_range.1;
+    // Fit on the same data: score_scale starts at the blind prediction's implied scale.
+    let mut opts = netperf_fit_options(model.as_ref());
+    opts.loo = false;
+    let specs = model.params();
+    let scale = gm / gp;
+    opts.initial = specs
+        .iter()
+        .zip(&blind.values)
+        .map(|(s, v)| {
+            let v = if s.name == "score_scale" {
+                *v * scale
+            } else {
+                *v
+            };
+            (s.name.clone(), v)
+        })
+        .filter(|(n, _)| !opts.fixed.iter().any(|(f, _)| f == n))
+        .collect();
+    let rep = fit(model.as_ref(), &ds, &opts)?;
+    let params = specs
+        .iter()
+        .zip(&blind.values)
+        .filter_map(|(s, v)| {
+            let f = rep.params.iter().find(|p| p.name == s.name)?;
+            Some(ParamMove {
+                name: s.name.clone(),
+                unit: s.unit.clone(),
+                blind: if s.name == "score_scale" {
+                    v * scale
+                } else {
+                    *v
+                },
+                fitted: f.value,
+                fixed: f.fixed,
+                at_bound: f.at_bound,
+            })
+        })
+        .collect();
+    Ok(Comparison {
+        model: entry.name.into(),
+        machine: machine.name.clone(),
+        blind_source,
+        rows,
+        rms_error_pct,
+        kendall_tau,
+        predicted_range,
+        measured_best_high,
+        best_in_range,
+        params,
+        fit_converged: rep.converged,
+        fit_rms_pct: rep.rms_rel.map(|r| 100.0 * r),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tau_b() {
+        assert_eq!(
+            kendall_tau_b(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]),
+            Some(1.0)
+        );
+        assert_eq!(
+            kendall_tau_b(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]),
+            Some(-1.0)
+        );
+        assert_eq!(kendall_tau_b(&[1.0, 1.0], &[1.0, 2.0]), None);
+        // One swap among four: (6 - 2 * 1) / 6.
+        let t = kendall_tau_b(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 4.0]).unwrap();
+        assert!((t - 4.0 / 6.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,509 @@
+//! The real kernel under a workload at several pcp->high settings.
+//!
+//! A sweep sets `vm.percpu_pagelist_high_fraction` (through a [`SysctlGuard`]) to each value of a
+//! plan (the kernel default 0 first), runs a workload for a fixed time, and reads the live
+//! pcp->high of every CPU from /proc/zoneinfo right after. Repeats are interleaved: repeat r runs
+//! the settings rotated by r, so a slow drift of the machine spreads over all settings instead of
+//! biasing one.
+//!
+//! Workloads:
+//! - [`Workload::NetperfUdp`]: thread 004's path without netperf: a sender thread pinned to one
+//!   CPU sends 65507-byte UDP datagrams (the largest, "64 KiB") over loopback to a receiver
+//!   pinned to another. The skb data are page frags allocated on the sender's CPU and freed on
+//!   the receiver's, so the receiver's pcp list is the one whose `high` matters. Score: received
+//!   Mbit/s (10^6 bit/s of payload), as netperf UDP_STREAM reports on the receiving side.
+//! - [`Workload::PageFault`]: N processes (fork), each pinned to CPU i mod ncpus, loop over
+//!   mmap 16 MiB anonymous (no THP), write one byte per 4 KiB page, munmap. Score: pages faulted
+//!   in and freed per second over all processes.
+
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::latency::{pin_current_thread, set_allowed_cpus};
+use super::sysctl::SysctlGuard;
+use super::Spread;
+use crate::error::{Error, Result};
+use crate::kernel::zoneinfo::parse_zoneinfo;
+
+/// A workload to run for real.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Workload {
+    /// UDP stream over loopback, sender on `sender`, receiver on `receiver`.
+    NetperfUdp {
+        /// Sender CPU.
+        sender: u32,
+        /// Receiver CPU.
+        receiver: u32,
+    },
+    /// `tasks` processes faulting pages in and unmapping them.
+    PageFault {
+        /// Number of processes.
+        tasks: u32,
+    },
+}
+
+impl Workload {
+    /// `netperf-udp` or `page-fault`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::NetperfUdp { .. } => "netperf-udp",
+            Workload::PageFault { .. } => "page-fault",
+        }
+    }
+
+    /// Unit of the score.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Workload::NetperfUdp { .. } => "Mbit/s received",
+            Workload::PageFault { .. } => "pages/s",
+        }
+    }
+
+    /// The CPUs whose pcp->high the score depends on (the receiver for the UDP stream, every
+    /// CPU that runs a task for the page-fault loop).
+    pub fn consumer_cpus(&self, ncpus: u32) -> Vec<u32> {
+        match *self {
+            Workload::NetperfUdp { receiver, .. } => vec![receiver],
+            Workload::PageFault { tasks } => (0..tasks.min(ncpus.max(1))).collect(),
+        }
+    }
+
+    /// Runs the workload for `secs` seconds and returns its score.
+    pub fn run(&self, secs: f64, ncpus: u32) -> Result<f64> {
+        match *self {
+            Workload::NetperfUdp { sender, receiver } => udp_stream(sender, receiver, secs),
+            Workload::PageFault { tasks } => page_fault(tasks, ncpus, secs),
+        }
+    }
+}
+
+/// Largest UDP payload over IPv4.
+pub const UDP_PAYLOAD: usize = 65_507;
+
+fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
+    let e =
+        |what: &str, err: std::io::Error| Error::Unsupported(format!("UDP stream: {what}: {err}"));
+    let rx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
+    rx.set_read_timeout(Some(Duration::from_millis(50)))
+        .map_err(|x| e("timeout", x))?;
+    let addr = rx.local_addr().map_err(|x| e("local_addr", x))?;
+    let tx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
+    tx.connect(addr).map_err(|x| e("connect", x))?;
+    let start = Arc::new(Barrier::new(2));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, st2) = (Arc::clone(&start), Arc::clone(&stop));
+    let send = std::thread::spawn(move || -> Result<u64> {
+        let pinned = pin_current_thread(sender);
+        s2.wait();
+        pinned?;
+        let buf = vec![0x5au8; UDP_PAYLOAD];
+        let mut sent = 0u64;
+        while !st2.load(Ordering::Relaxed) {
+            // ENOBUFS/ECONNREFUSED are transient on loopback: keep sending.
+            if tx.send(&buf).is_ok() {
+                sent += 1;
+            }
+        }
+        Ok(sent)
+    });
+    let saved = super::latency::allowed_cpus();
+    let pinned = pin_current_thread(receiver);
+    start.wait();
+    let mut buf = vec![0u8; UDP_PAYLOAD + 1];
+    let mut bytes = 0u64;
+    let t0 = Instant::now();
+    let dur = Duration::from_secs_f64(secs);
+    if pinned.is_ok() {
+        while t0.elapsed() < dur {
+            if let Ok(n) = rx.recv(&mut buf) {
+                bytes += n as u64;
+            }
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    set_allowed_cpus(&saved);
+    let sent = send
+        .join()
+        .map_err(|_| Error::Unsupported("UDP sender panicked".into()))?;
+    pinned?;
+    sent?;
+    Ok(bytes as f64 * 8.0 / elapsed / 1e6)
+}
+
+fn page_fault(tasks: u32, ncpus: u32, secs: f64) -> Result<f64> {
+    const REGION: usize = 16 << 20;
+    let tasks = tasks.max(1) as usize;
+    // One shared page of counters, written by the children.
+    // SAFETY: a fresh shared anonymous mapping, checked for failure.
+    let counters = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096.max(tasks * 8),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if counters == libc::MAP_FAILED {
+        return Err(Error::Unsupported(format!(
+            "page-fault: mmap of the counters failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let counters = counters as *mut u64;
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(secs);
+    let mut pids = Vec::new();
+    for i in 0..tasks {
+        // SAFETY: the child only makes system calls and writes its counter, then _exits: no
+        // allocation, no lock that another thread of the parent could hold.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(i % ncpus.max(1) as usize, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                let mut pages = 0u64;
+                while Instant::now() < deadline {
+                    let p = libc::mmap(
+                        std::ptr::null_mut(),
+                        REGION,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    );
+                    if p == libc::MAP_FAILED {
+                        libc::_exit(1);
+                    }
+                    libc::madvise(p, REGION, libc::MADV_NOHUGEPAGE);
+                    let base = p as *mut u8;
+                    for off in (0..REGION).step_by(4096) {
+                        std::ptr::write_volatile(base.add(off), 1);
+                    }
+                    libc::munmap(p, REGION);
+                    pages += (REGION / 4096) as u64;
+                }
+                std::ptr::write_volatile(counters.add(i), pages);
+                libc::_exit(0);
+            }
+        } else if pid < 0 {
+            break;
+        }
+        pids.push(pid);
+    }
+    let mut failed = pids.len() < tasks;
+    for pid in &pids {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe {
+            libc::waitpid(*pid, &mut status, 0);
+        }
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            failed = true;
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    // SAFETY: the children have exited; the counters are ours.
+    let total: u64 = (0..pids.len())
+        .map(|i| unsafe { std::ptr::read_volatile(counters.add(i)) })
+        .sum();
+    unsafe {
+        libc::munmap(counters.cast(), 4096.max(tasks * 8));
+    }
+    if failed {
+        return Err(Error::Unsupported(
+            "page-fault: a task could not be started or failed (fork or mmap)".into(),
+        ));
+    }
+    Ok(total as f64 / elapsed)
+}
+
+/// The live pcp state of one zone: its managed pages and each CPU's `high`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveHigh {
+    /// Managed pages of the zone.
+    pub managed_pages: u64,
+    /// (cpu, high) per CPU.
+    pub high: Vec<(u32, i64)>,
+    /// The per-CPU batch (first CPU's).
+    pub batch: i64,
+}
+
+/// Reads node 0's largest zone (by managed pages) from a /proc/zoneinfo text.
+pub fn live_high(text: &str, label: &str) -> Result<LiveHigh> {
+    let zi = parse_zoneinfo(text, label)?;
+    let zone = zi
+        .zones
+        .iter()
+        .filter(|z| z.node == 0 && !z.pagesets.is_empty())
+        .max_by_key(|z| z.managed_pages)
+        .ok_or_else(|| Error::parse(label, 0, "pagesets", "node 0 has no zone with pagesets"))?;
+    Ok(LiveHigh {
+        managed_pages: zone.managed_pages,
+        high: zone
+            .pagesets
+            .iter()
+            .map(|p| (p.cpu, p.high_pages))
+            .collect(),
+        batch: zone.pagesets.first().map_or(0, |p| p.batch_pages),
+    })
+}
+
+/// Zones and CPUs whose live pcp->high lies below its high_min (and is not 0): after a sweep
+/// restores the sysctl, a zone without traffic keeps the high it decayed to until its next
+/// allocation or free (`decay_pcp_high()` only lowers high). Returns "zone cpu high<high_min".
+pub fn below_high_min(text: &str, label: &str) -> Result<Vec<String>> {
+    let zi = parse_zoneinfo(text, label)?;
+    let mut out = Vec::new();
+    for z in &zi.zones {
+        for p in &z.pagesets {
+            if let Some(hmin) = p.high_min_pages {
+                if p.high_pages != 0 && p.high_pages < hmin {
+                    out.push(format!(
+                        "node {} {:?} CPU {}: {} < {}",
+                        z.node, z.kind, p.cpu, p.high_pages, hmin
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The sysctl values of a sweep: the default 0, then fractions that put pcp->high near
+/// `4 × batch`, LLC/8, LLC/2, 2 × LLC and 8 × LLC (pages), on a zone of `managed` pages split
+/// over `cpus_in_node` CPUs (`high = managed / fraction / cpus`, fraction >= 8).
+pub fn plan_fractions(managed: u64, cpus_in_node: u32, batch: i64, llc_pages: u64) -> Vec<u64> {
+    let per_cpu = managed / u64::from(cpus_in_node.max(1));
+    let targets = [
+        (4 * batch.max(1)) as u64,
+        llc_pages / 8,
+        llc_pages / 2,
+        2 * llc_pages,
+        8 * llc_pages,
+    ];
+    let mut out = vec![0];
+    for t in targets {
+        let f = (per_cpu / t.max(1)).max(8);
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// The order of the points: repeat r runs the settings rotated by r.
+pub fn interleave(settings: &[u64], repeats: usize) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    for r in 0..repeats {
+        for k in 0..settings.len() {
+            out.push((r, settings[(k + r) % settings.len()]));
+        }
+    }
+    out
+}
+
+/// One run of the workload at one setting.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// vm.percpu_pagelist_high_fraction (0 = kernel default).
+    pub fraction: u64,
+    /// Repeat index.
+    pub repeat: usize,
+    /// Score (unit: [`Workload::unit`]).
+    pub score: f64,
+    /// Live pcp->high of each consumer CPU right after the run, pages.
+    pub consumer_high: Vec<i64>,
+    /// Live pcp->high of every CPU right after the run, pages.
+    pub all_high: Vec<(u32, i64)>,
+    /// netperf-udp: one-way cache-line transfer between sender and receiver CPU measured just
+    /// before the run (ping-pong, median of 5 x 5000 round trips), ns. In a VM it shows where
+    /// the hypervisor placed the two vCPUs at that moment.
+    pub c2c_ns: Option<f64>,
+}
+
+/// Medians and spread of one setting.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setting {
+    /// vm.percpu_pagelist_high_fraction.
+    pub fraction: u64,
+    /// Score over the repeats.
+    pub score: Spread,
+    /// Consumer CPUs' live pcp->high over repeats and CPUs, pages.
+    pub high: Spread,
+}
+
+/// Summarises points per setting, in the order of `settings`.
+pub fn summarise(settings: &[u64], points: &[Point]) -> Vec<Setting> {
+    settings
+        .iter()
+        .filter_map(|&f| {
+            let pts: Vec<&Point> = points.iter().filter(|p| p.fraction == f).collect();
+            let scores: Vec<f64> = pts.iter().map(|p| p.score).collect();
+            let highs: Vec<f64> = pts
+                .iter()
+                .flat_map(|p| p.consumer_high.iter().map(|&h| h as f64))
+                .collect();
+            Some(Setting {
+                fraction: f,
+                score: Spread::of(&scores)?,
+                high: Spread::of(&highs)?,
+            })
+        })
+        .collect()
+}
+
+/// The CSV `pcpmodel fit --model netperf-pcp-high` reads (columns `pcp_high_pages`, `score`),
+/// with the spread and the setting in further columns.
+pub fn fit_csv(machine: &str, workload: &Workload, settings: &[Setting]) -> String {
+    let mut s = format!(
+        "# pcpmodel measure pcp --workload {}: score in {}, medians over repeats; pcp_high_pages \
+         = median live pcp->high of the consumer CPU(s) from /proc/zoneinfo\n",
+        workload.name(),
+        workload.unit()
+    );
+    s.push_str(
+        "machine,pcp_high_pages,score,score_q1,score_q3,score_min,score_max,n,high_min,high_max,\
+         percpu_pagelist_high_fraction,workload\n",
+    );
+    for st in settings {
+        s.push_str(&format!(
+            "{machine},{:.0},{:.1},{:.1},{:.1},{:.1},{:.1},{},{:.0},{:.0},{},{}\n",
+            st.high.median,
+            st.score.median,
+            st.score.q1,
+            st.score.q3,
+            st.score.min,
+            st.score.max,
+            st.score.n,
+            st.high.min,
+            st.high.max,
+            st.fraction,
+            workload.name()
+        ));
+    }
+    s
+}
+
+/// Every point as CSV (fraction, repeat, score, median consumer pcp->high, c2c ns), in run order.
+pub fn raw_csv(workload: &Workload, points: &[Point]) -> String {
+    let mut s = format!(
+        "# pcpmodel measure pcp --workload {}: every point in run order; score in {}\n\
+         percpu_pagelist_high_fraction,repeat,score,pcp_high_pages,c2c_ns\n",
+        workload.name(),
+        workload.unit()
+    );
+    for p in points {
+        let h: Vec<f64> = p.consumer_high.iter().map(|&h| h as f64).collect();
+        s.push_str(&format!(
+            "{},{},{:.1},{},{}\n",
+            p.fraction,
+            p.repeat,
+            p.score,
+            Spread::of(&h).map_or(String::new(), |x| format!("{:.0}", x.median)),
+            p.c2c_ns.map_or(String::new(), |c| format!("{c:.1}"))
+        ));
+    }
+    s
+}
+
+/// Runs a sweep: for each planned point, set the sysctl, run, read /proc/zoneinfo. `stop` is
+/// checked between points (a signal handler sets it); `progress(done, total)` after each.
+#[allow(clippy::too_many_arguments)]
+pub fn sweep(
+    guard: &SysctlGuard,
+    workload: &Workload,
+    order: &[(usize, u64)],
+    secs: f64,
+    ncpus: u32,
+    zoneinfo: &std::path::Path,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(usize, usize, u64),
+) -> Result<Vec<Point>> {
+    let label = zoneinfo.display().to_string();
+    let consumers = workload.consumer_cpus(ncpus);
+    let mut points = Vec::new();
+    for (i, &(repeat, fraction)) in order.iter().enumerate() {
+        if stop.load(Ordering::SeqCst) {
+            return Err(Error::Unsupported("interrupted".into()));
+        }
+        progress(i, order.len(), fraction);
+        guard.set(fraction)?;
+        let c2c_ns = match *workload {
+            Workload::NetperfUdp { sender, receiver } if sender != receiver => {
+                super::latency::ping_pong(sender, receiver, 5000, 5)
+                    .ok()
+                    .and_then(|v| Spread::of(&v))
+                    .map(|s| s.median)
+            }
+            _ => None,
+        };
+        let score = workload.run(secs, ncpus)?;
+        let text = std::fs::read_to_string(zoneinfo).map_err(|e| Error::io(&label, e))?;
+        let live = live_high(&text, &label)?;
+        let consumer_high = live
+            .high
+            .iter()
+            .filter(|(c, _)| consumers.contains(c))
+            .map(|&(_, h)| h)
+            .collect();
+        points.push(Point {
+            fraction,
+            repeat,
+            score,
+            consumer_high,
+            all_high: live.high,
+            c2c_ns,
+        });
+    }
+    progress(order.len(), order.len(), 0);
+    guard.restore()?;
+    Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_reaches_the_targets() {
+        // This VM: 4096000 managed pages, 2 CPUs, batch 63, 32 MiB LLC (8192 pages).
+        let f = plan_fractions(4_096_000, 2, 63, 8192);
+        assert_eq!(f[0], 0);
+        assert_eq!(f.len(), 6);
+        // The fraction is an integer, so high = 2048000 / f lands within 1/f of its target.
+        for (x, target) in f[1..].iter().zip([252.0, 1024.0, 4096.0, 16384.0, 65536.0]) {
+            let high = 2_048_000.0 / *x as f64;
+            assert!(
+                (high / target - 1.0).abs() <= 1.0 / *x as f64,
+                "{x}: {high} vs {target}"
+            );
+        }
+    }
+
+    #[test]
+    fn interleaving_rotates() {
+        let o = interleave(&[0, 8, 16], 3);
+        let r: Vec<u64> = o.iter().map(|p| p.1).collect();
+        assert_eq!(r, [0, 8, 16, 8, 16, 0, 16, 0, 8]);
+    }
+
+    #[test]
+    fn page_fault_loop_counts_pages() {
+        let pages_per_s = page_fault(1, 1, 0.05).unwrap();
+        assert!(pages_per_s > 0.0);
+    }
+
+    #[test]
+    fn udp_stream_moves_bytes() {
+        let mbps = udp_stream(0, 0, 0.05).unwrap();
+        assert!(mbps > 0.0);
+    }
+}
