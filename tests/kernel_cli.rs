@@ -137,10 +137,7 @@ fn kernel_sysctls_change_the_result() {
 fn kernel_bad_input_exits_2_with_a_message() {
     for (args, msg) in [
         (vec!["--kernel", "five"], "--kernel"),
-        (
-            vec!["--kernel", "6.18", "--scale-max", "7"],
-            "0..=6",
-        ),
+        (vec!["--kernel", "6.18", "--scale-max", "7"], "0..=6"),
         (vec!["--kernel", "6.1", "--scale-max", "5"], "6.7"),
         (
             vec!["--kernel", "6.1", "--percpu-pagelist-high-fraction", "3"],

@@ -175,19 +175,21 @@ RANGES = {
     # ---- numeric flags (each subcommand's --help) ----
     "--percpu-pagelist-high-fraction": Range(0, INT_MAX, True, "sysctl: 0 or 8..INT_MAX (MIN_PERCPU_PAGELIST_HIGH_FRACTION = 8)", allowed=lambda x: x == 0 or x >= 8, probes=[1, 7, 2**31]),
     "--percpu-pagelist-fraction": Range(0, INT_MAX, True, "sysctl (<= 5.13): 0 or 8..INT_MAX", allowed=lambda x: x == 0 or x >= 8, probes=[1, 7, 2**31]),
-    "--pcp-batch-scale-max": Range(0, 6, True, "CONFIG_PCP_BATCH_SCALE_MAX: Kconfig range 0..6", probes=[7, 255, 256]),
     "--scale-max": Range(0, 6, True, "CONFIG_PCP_BATCH_SCALE_MAX: Kconfig range 0..6", probes=[7, 255, 256]),
     "--watermark-scale-factor": Range(1, 3000, True, "sysctl vm.watermark_scale_factor: 1..3000", probes=[100000, 2**32]),
     "--min-free-kbytes": Range(0, 131072 * 1024, True, "vm.min_free_kbytes: an int (INT_MAX), and at most the RAM (icelake-server: 128 GiB)", probes=[2**31, 2**32]),
     "--cpus-per-node": Range(1, 2**20, True, "CPUs per node: at least one, at most the project's 2^20 CPU cap", probes=[2**31, 2**32]),
     "--high": Range(0, 131072 * MIB_PAGES, True, "pcp->high: at most the machine's pages (icelake-server: 2^25)", probes=[99999999, 2**31, U32_MAX]),
-    "--highs": Range(0, 16384 * MIB_PAGES, True, "pcp->high: at most the smaller machine's pages (skylake-desktop: 2^22)", probes=[99999999, 2**31]),
+    "--highs": Range(0, 16384 * MIB_PAGES, True, "explain --high (a list): at most the smaller machine's pages (skylake-desktop: 2^22)", probes=[99999999, 2**31]),
     "--procs": Range(1, 2**22, True, "processes: at least one, at most PID_MAX_LIMIT (2^22)", probes=[2**31, 2**32]),
     "--batch": Range(1, 131072 * MIB_PAGES, True, "MEMCG_CHARGE_BATCH: at most the machine's pages (memcg-72cpu: 2^25)", probes=[2**31, U32_MAX]),
     "--cgroup-depth": Range(0, 2048, True, "cgroup depth: a path of 1-character directories fits PATH_MAX (4096) to depth 2048", probes=[2**31, U32_MAX]),
     "--instances": Range(1, 36, True, "netperf instances: each pins a sender and a receiver CPU (memcg-72cpu: 72 CPUs)", probes=[1000, 2**32]),
     "--threads": Range(1, 88, True, "page_bench threads: one per CPU (broadwell-2s: 88)", probes=[10000, 2**32]),
     "--numa-stat": Range(0, 1, True, "vm.numa_stat is 0 or 1", probes=[2, 255]),
+    "--repeats": Range(1, 100, True, "measure: repeats of every setting; more than 100 would run for days", probes=[100000, 2**32]),
+    "--seconds": Range(0, 600, False, "measure pcp: seconds per point, at most 10 minutes", lo_open=True, probes=[601, 1e9]),
+    "--tasks": Range(1, 2**22, True, "page-fault tasks are processes: PID_MAX_LIMIT (2^22)", probes=[2**23, 2**32]),
     "--samples": Range(1, 100000, True, "Monte-Carlo samples for the 95 % interval; the tool documents 1..=100000", probes=[U64_MAX]),
     "--starts": Range(1, 1000, True, "multi-start count: each start is a whole fit; 1000 is far beyond any use", probes=[U64_MAX]),
     "--duration-s": Range(0, 1e9, False, "measurement interval in s: positive; 1e9 s is 31 years", lo_open=True),
@@ -202,7 +204,9 @@ NON_NUMERIC_FLAGS = {
     "--format", "--machine", "--workload", "--placement", "--thp", "--model", "--data",
     "--residual", "--free", "--output", "--root", "--unit", "--kernel", "--nodes", "--thread",
     "--high-order-pcp", "--fix", "--highs", "--free-high", "--no-loo", "--toml", "--quiet",
-    "--lenient",
+    "--lenient", "--fractions", "--cpus", "--from", "--to", "--out", "--raw", "--journal",
+    "--save-toml", "--sysctl-path", "--zoneinfo", "--no-progress", "--realtime", "--dry-run",
+    "--recover", "--quick",
 }
 
 # Kernel version strings: valid are releases the tool may meet; invalid are not versions at all
@@ -259,7 +263,9 @@ MACHINE_EXTRA = [
 # Numeric flags by context: (base argv, flags). {Z} is a zoneinfo seed, {I} a funclatency seed,
 # {N} the netperf fit seed, {O} an output file in the mutant's directory.
 FLAG_CONTEXTS = [
-    (["kernel", "--machine", "icelake-server"], ["--percpu-pagelist-high-fraction", "--percpu-pagelist-fraction", "--pcp-batch-scale-max", "--watermark-scale-factor", "--min-free-kbytes", "--kernel"]),
+    (["measure", "pcp", "--workload", "page-fault", "--dry-run"], ["--repeats", "--seconds", "--tasks"]),
+    (["kernel", "changes"], ["--from", "--to"]),
+    (["kernel", "--machine", "icelake-server"], ["--percpu-pagelist-high-fraction", "--percpu-pagelist-fraction", "--scale-max", "--watermark-scale-factor", "--min-free-kbytes", "--kernel"]),
     (["zoneinfo", "{Z}", "--kernel", "6.18.44", "--thp", "madvise"], ["--cpus-per-node"]),
     (["zoneinfo", "{Z}", "--cpus-per-node", "2", "--thp", "madvise"], ["--percpu-pagelist-high-fraction", "--watermark-scale-factor", "--kernel"]),
     (["predict", "--workload", "netperf-udp", "--machine", "icelake-server"], ["--high", "--kernel"]),
@@ -268,7 +274,7 @@ FLAG_CONTEXTS = [
     (["predict", "--workload", "page-bench"], ["--threads", "--numa-stat"]),
     (["predict", "--workload", "page-fault1"], ["--procs"]),
     (["optimal-high", "--machine", "icelake-server"], ["--samples", "--kernel"]),
-    (["explain", "icelake-server", "skylake-desktop"], ["--highs", "--kernel"]),
+    (["explain", "icelake-server", "skylake-desktop"], ["--high", "--kernel"]),
     (["fit", "--model", "netperf-pcp-high", "--data", "{N}", "--no-loo"], ["--starts", "--fix"]),
     (["latency"], ["--procs", "--duration-s", "--scale-max", "--nodes", "--kernel"]),
     (["scale-max"], ["--procs", "--duration-s", "--p99-us", "--nodes"]),
@@ -1031,7 +1037,7 @@ def flag_systematic():
     out = []
     for ci, (base, flags) in enumerate(FLAG_CONTEXTS):
         for fl in flags:
-            if fl == "--kernel":
+            if fl in ("--kernel", "--from", "--to"):
                 out += [(ci, fl, v, "invalid") for v in KERNEL_INVALID]
                 out += [(ci, fl, v, "any") for v in KERNEL_VALID]
             elif fl == "--nodes":
@@ -1046,8 +1052,9 @@ def flag_systematic():
                     out += [(ci, fl, "%s=%s" % (p, v), "invalid") for v in ["nan", "inf", "-inf", "-1", "1e308"]]
                     out += [(ci, fl, "%s=%s" % (p, v), "any") for v in ["0", "1", "1e6"]]
                 out += [(ci, fl, v, "any") for v in ["nosuch=1", "=1", "score_scale", "score_scale=", "score_scale=1=2"]]
-            elif fl == "--highs":
-                r = RANGES[fl]
+            elif fl == "--high" and base[0] == "explain":
+                # explain's --high takes a comma-separated list, bounded by the smaller machine.
+                r = RANGES["--highs"]
                 for v in r.invalid_probes():
                     out.append((ci, fl, "0," + v, "invalid"))
                 out += [(ci, fl, v, "any") for v in ["0", "0,320,640", "", "320,,640", "1e3"]]
@@ -1289,10 +1296,13 @@ def check_flag_coverage(binary):
     unknown, missing = [], []
     subs = [["kernel"], ["zoneinfo"], ["detect"], ["predict"], ["optimal-high"], ["explain"],
             ["fit"], ["latency"], ["scale-max"], ["memcg"], ["import"], ["plot", "optimal-high"],
-            ["plot", "explain"], ["plot", "latency"], ["validate"], ["data"], ["machine", "show"]]
+            ["plot", "explain"], ["plot", "latency"], ["validate"], ["data"], ["machine", "show"],
+            ["measure", "pcp"], ["measure", "latency"], ["kernel", "changes"], ["compare"],
+            ["assumptions"]]
     known_in_ctx = collections.defaultdict(set)
     for base, flags in FLAG_CONTEXTS:
-        sub = tuple(base[:2]) if base[0] == "plot" else (base[0],)
+        two = base[0] in ("plot", "measure") or base[:2] == ["kernel", "changes"]
+        sub = tuple(base[:2]) if two else (base[0],)
         known_in_ctx[sub] |= set(flags)
     for sub in subs:
         have = help_flags(binary, sub)
@@ -1301,7 +1311,8 @@ def check_flag_coverage(binary):
                 continue
             if fl not in RANGES:
                 unknown.append("%s %s" % (" ".join(sub), fl))
-        key = tuple(sub[:2]) if sub[0] == "plot" else (sub[0],)
+        two = sub[0] in ("plot", "measure") or sub[:2] == ["kernel", "changes"]
+        key = tuple(sub[:2]) if two else (sub[0],)
         for fl in sorted(known_in_ctx.get(key, ())):
             if fl not in have:
                 missing.append("%s %s" % (" ".join(sub), fl))

@@ -91,8 +91,8 @@ pub fn progress_bar(total: u64, hidden: bool) -> ProgressBar {
 
 fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
     let repeats = args.repeats.unwrap_or(if args.quick { 3 } else { 7 });
-    if repeats == 0 {
-        anyhow::bail!("--repeats: must be at least 1");
+    if !(1..=100).contains(&repeats) {
+        anyhow::bail!("--repeats {repeats}: must be 1..=100 (medians settle within a few repeats; more only takes longer)");
     }
     let d = detect(&args.root)?;
     let (mut machine, assumed) = d.to_machine()?;

@@ -13,6 +13,13 @@ use pcpmodel::measure::sysctl::{self, SysctlGuard};
 use pcpmodel::report::{sig, Format, Report, Table};
 use serde_json::json;
 
+/// Most repeats `measure pcp` runs of every setting.
+const MAX_REPEATS: usize = 100;
+/// Most page-fault tasks (processes).
+const MAX_TASKS: u32 = 1 << 22;
+/// Most sysctl settings in one sweep.
+const MAX_FRACTIONS: usize = 64;
+
 /// Restores the sysctl when dropped (a panic unwinding this thread, an early return).
 struct RestoreOnDrop(Arc<SysctlGuard>);
 
@@ -147,8 +154,18 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     if !(secs.is_finite() && secs > 0.0 && secs <= 600.0) {
         anyhow::bail!("--seconds: must be in (0, 600], got {secs}");
     }
-    if args.repeats == 0 {
-        anyhow::bail!("--repeats: must be at least 1");
+    if !(1..=MAX_REPEATS).contains(&args.repeats) {
+        anyhow::bail!(
+            "--repeats {}: must be 1..={MAX_REPEATS} (each repeat runs every setting for --seconds; more than {MAX_REPEATS} would run for days)",
+            args.repeats
+        );
+    }
+    if let Some(t) = args.tasks {
+        if !(1..=MAX_TASKS).contains(&t) {
+            anyhow::bail!(
+                "--tasks {t}: must be 1..={MAX_TASKS} (page-fault tasks are processes; PID_MAX_LIMIT is 2^22)"
+            );
+        }
     }
     let zi_label = args.zoneinfo.display().to_string();
     let zi_text = std::fs::read_to_string(&args.zoneinfo)
@@ -158,6 +175,15 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         Some(f) => {
             if let Some(bad) = f.iter().find(|&&x| x != 0 && x < 8) {
                 anyhow::bail!("--fractions: {bad} is neither 0 nor >= 8 (the kernel refuses it)");
+            }
+            if let Some(big) = f.iter().find(|&&x| x > i32::MAX as u64) {
+                anyhow::bail!(
+                    "--fractions: {big} does not fit the sysctl (an int, at most {})",
+                    i32::MAX
+                );
+            }
+            if f.is_empty() || f.len() > MAX_FRACTIONS {
+                anyhow::bail!("--fractions: give 1..={MAX_FRACTIONS} settings");
             }
             f.clone()
         }

@@ -143,6 +143,16 @@ impl KernelVersion {
                 return Err(err("unexpected character after the minor version"));
             }
         }
+        if let Some(sub) = tail.strip_prefix('.') {
+            let (sub, k) = digits(sub);
+            // Stable series have reached sublevels in the hundreds (4.9.337, 4.14.336); a
+            // sublevel above 9999 is not a kernel release.
+            if k > 0 && sub.parse::<u32>().map_or(true, |v| v > 9999) {
+                return Err(err(
+                    "sublevel out of range: stable releases stay below 10000",
+                ));
+            }
+        }
         let major: u32 = maj.parse().map_err(|_| err("major version too large"))?;
         let minor: u32 = min.parse().map_err(|_| err("minor version too large"))?;
         // Linux has had majors 2 to 6 (7 follows 6.19), and no series has gone past x.20.
