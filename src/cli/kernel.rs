@@ -76,11 +76,7 @@ pub fn report(args: &Args) -> anyhow::Result<Report> {
                 .check_flag(flag, f64::from(v))
                 .map_err(e)?;
         }
-        if let Some(s) = args.pcp_batch_scale_max {
-            bounds::PCP_BATCH_SCALE_MAX
-                .check_flag("--pcp-batch-scale-max", f64::from(s))
-                .map_err(e)?;
-        }
+        // --pcp-batch-scale-max is checked by the kernel module (0..6, and which versions).
         bounds::WATERMARK_SCALE_FACTOR
             .check_flag(
                 "--watermark-scale-factor",
