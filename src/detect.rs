@@ -534,9 +534,14 @@ fn typical(vendor: &str) -> Typical {
 /// root that is not a directory is an [`Error::Io`].
 pub fn detect(root: &Path) -> Result<Detected> {
     if !root.is_dir() {
+        let why = if root.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
         return Err(Error::io(
             root.display().to_string(),
-            std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+            std::io::Error::new(std::io::ErrorKind::NotFound, why),
         ));
     }
     let cpuinfo = read_cpuinfo(&root.join("proc/cpuinfo"))?;

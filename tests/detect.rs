@@ -198,6 +198,15 @@ fn sparse_tree_marks_missing_and_fills_by_assumption() {
     for (p, t) in &owned {
         files.push((p.as_str(), t.as_str()));
     }
+    // Without any memory file the tree cannot describe a machine: an error saying so, not a
+    // machine with invented memory (issue 10, S11).
+    let bare = tree(&files);
+    let e = detect(bare.path())
+        .expect("detect")
+        .to_machine()
+        .expect_err("no memory information");
+    assert!(e.to_string().contains("the memory"), "{e}");
+    files.push(("proc/meminfo", "MemTotal:       16384000 kB\n"));
     let dir = tree(&files);
     let d = detect(dir.path()).expect("detect");
     assert_eq!(d.cpus.value, Some(4));
@@ -206,7 +215,7 @@ fn sparse_tree_marks_missing_and_fills_by_assumption() {
     assert_eq!(d.threads_per_core.value, Some(2));
     assert_eq!(d.cpu_model.status, Status::Missing);
     assert_eq!(d.vendor.status, Status::Missing);
-    assert_eq!(d.mem_total_mib.status, Status::Missing);
+    assert_eq!(d.mem_total_mib.status, Status::Detected);
     let l1 = &d.caches[0];
     assert_eq!(l1.ways.status, Status::Missing);
     assert_eq!(l1.line_bytes.status, Status::Missing);
@@ -218,7 +227,7 @@ fn sparse_tree_marks_missing_and_fills_by_assumption() {
     for f in [
         "topology.sockets",
         "cpu.model",
-        "memory.node_mib",
+        "memory.below_4g_mib",
         "cache.L1d.ways",
         "cache.L1d.line_bytes",
         "clock.base_ghz",
@@ -401,19 +410,18 @@ fn cli_detect_nonexistent_root_is_an_error() {
 }
 
 #[test]
-fn cli_detect_empty_root_still_answers() {
+fn cli_detect_empty_root_is_an_error_saying_what_is_missing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    // An empty tree: everything missing, a machine made entirely of assumptions.
+    // An empty tree: everything missing. The table (here JSON) still shows what was found, and
+    // the command fails (exit 2) naming what a machine cannot be described without, instead of
+    // a machine made entirely of assumptions (issue 10, S11).
     let out = pcpmodel()
         .args(["detect", "--format", "json", "--root"])
         .arg(dir.path())
         .assert()
-        .success();
+        .code(2)
+        .stderr(predicates::str::contains("the CPUs"));
     let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
     assert_eq!(v["cpus"]["status"], "missing");
-    assert!(v["assumed"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .any(|a| a == "cache.L2 (whole level)"));
+    assert!(v["machine"].is_null());
 }
