@@ -300,6 +300,16 @@ impl Machine {
         if p.exists() {
             return Self::from_path(p);
         }
+        // A name that looks like a path is a file that does not exist, not an unknown built-in.
+        if name_or_path.contains(std::path::MAIN_SEPARATOR) || name_or_path.ends_with(".toml") {
+            return Err(Error::Io {
+                path: name_or_path.to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such machine file (built-in machines are named without .toml: see `pcpmodel machines`)",
+                ),
+            });
+        }
         Self::builtin(name_or_path)
     }
 

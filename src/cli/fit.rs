@@ -8,6 +8,15 @@ use pcpmodel::registry;
 use pcpmodel::report::Format;
 use pcpmodel::Machine;
 
+/// The registered models as clap's possible values, so `--help` lists them with what each fits.
+fn model_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        registry::models()
+            .into_iter()
+            .map(|m| clap::builder::PossibleValue::new(m.name).help(m.description)),
+    )
+}
+
 /// Arguments of `pcpmodel fit`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -27,8 +36,8 @@ Examples:
   pcpmodel fit --model netperf-pcp-high --data icx.csv --machine icelake-server
   pcpmodel fit --model netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines")]
 pub struct Args {
-    /// Model name (see the list in the error message of an unknown name).
-    #[arg(long)]
+    /// Registered model to fit (each reads its own CSV columns).
+    #[arg(long, value_parser = model_names())]
     pub model: String,
     /// CSV file with the measurements.
     #[arg(long)]
