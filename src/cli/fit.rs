@@ -128,7 +128,10 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         loo: !args.no_loo,
         ..Default::default()
     };
-    let rep = fit(model.as_ref(), &ds, &opts)?;
+    let pb = super::spinner(format!("fitting {} ({} starts)", args.model, args.starts));
+    let rep = fit(model.as_ref(), &ds, &opts);
+    pb.finish_and_clear();
+    let rep = rep?;
     let mut report = rep.to_report();
     report.notes.insert(
         0,

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pcpmodel::detect::detect;
 use pcpmodel::measure::latency::{self, LatencyConfig};
 use pcpmodel::report::{sig, Format, Report, Table};
@@ -71,24 +70,6 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal or when asked).
-pub fn progress_bar(total: u64, hidden: bool) -> ProgressBar {
-    let pb = ProgressBar::with_draw_target(
-        Some(total),
-        if hidden {
-            ProgressDrawTarget::hidden()
-        } else {
-            ProgressDrawTarget::stderr()
-        },
-    );
-    pb.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    pb
-}
-
 fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
     let repeats = args.repeats.unwrap_or(if args.quick { 3 } else { 7 });
     if !(1..=100).contains(&repeats) {
@@ -110,7 +91,7 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
         realtime: args.realtime,
         ..LatencyConfig::default()
     };
-    let pb = progress_bar(1, args.no_progress);
+    let pb = super::progress_bar(1, args.no_progress);
     let report = latency::measure(&machine, &args.root, &cfg, &mut |msg, done, total| {
         pb.set_length(total as u64);
         pb.set_position(done as u64);

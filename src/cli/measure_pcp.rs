@@ -300,7 +300,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
             eprintln!("Warning: SCHED_FIFO refused ({e}): running under time sharing");
         }
     }
-    let pb = super::measure::progress_bar(order.len() as u64, args.no_progress);
+    let pb = super::progress_bar(order.len() as u64, args.no_progress);
     let result = pcp::sweep(
         &guard,
         &workload,

@@ -71,6 +71,11 @@ pub struct Cli {
     #[arg(long, global = true, value_enum)]
     pub format: Option<FormatArg>,
 
+    /// No progress on stderr (progress is drawn only when stderr is a terminal, for work that
+    /// takes more than about a second).
+    #[arg(long, global = true)]
+    pub quiet: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -131,9 +136,47 @@ pub enum Command {
     Compare(compare::Args),
 }
 
+/// `--quiet` was given: no progress on stderr.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A progress bar on stderr for `total` steps (hidden when stderr is not a terminal, with
+/// `--quiet`, or when `hidden`).
+pub fn progress_bar(total: u64, hidden: bool) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let quiet = hidden || QUIET.load(std::sync::atomic::Ordering::Relaxed);
+    let pb = ProgressBar::with_draw_target(
+        Some(total),
+        if quiet {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        },
+    );
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb
+}
+
+/// A spinner with elapsed time on stderr for work whose steps the library does not report
+/// (hidden like [`progress_bar`]); finish it with `finish_and_clear`.
+pub fn spinner(msg: impl Into<std::borrow::Cow<'static, str>>) -> indicatif::ProgressBar {
+    let pb = progress_bar(1, false);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.set_message(msg);
+    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb
+}
+
 /// Parses the command line and runs the subcommand.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let format: Format = cli.format.unwrap_or_default().into();
     match cli.command {
         Command::Machines(a) => machines::list(a, format),

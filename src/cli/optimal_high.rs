@@ -73,7 +73,13 @@ pub fn compute(args: &Args) -> anyhow::Result<(Machine, OptimalHigh)> {
         .map_err(anyhow::Error::msg)?;
     let machine = Machine::resolve(&args.machine)?;
     let kernel: KernelVersion = kernel_arg(&Some(args.kernel.clone()), KernelVersion::DEFAULT)?;
-    let o = optimal_high(&machine, kernel, args.placement.into(), args.samples)?;
+    let pb = super::spinner(format!(
+        "optimal-high: sweeping {} and {} samples for the interval",
+        machine.name, args.samples
+    ));
+    let o = optimal_high(&machine, kernel, args.placement.into(), args.samples);
+    pb.finish_and_clear();
+    let o = o?;
     Ok((machine, o))
 }
 

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use pcpmodel::report::{sig, Format, Report, Table};
-use pcpmodel::validate::{validate_all, validate_thread, Role, THREADS};
+use pcpmodel::validate::{validate_thread, Role, THREADS};
 
 /// Arguments of `pcpmodel validate`.
 #[derive(Debug, clap::Args)]
@@ -24,7 +24,17 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 THREADS.join(", ")
             ),
         },
-        None => validate_all()?,
+        None => {
+            let pb = super::progress_bar(THREADS.len() as u64, false);
+            let mut all = Vec::new();
+            for t in THREADS {
+                pb.set_message(format!("thread {t}"));
+                all.extend(validate_thread(t)?);
+                pb.inc(1);
+            }
+            pb.finish_and_clear();
+            all
+        }
     };
     let mut rows = Vec::new();
     let mut t = Table::new([
