@@ -225,6 +225,12 @@ pub trait FitModel {
         let _ = (params, x);
         None
     }
+    /// Whether `pcpmodel fit` runs the leave-one-out refits unless told (`--loo` / `--no-loo`).
+    /// `None` (the default) means yes; a model whose rows are not separate conditions, or whose
+    /// refits are slow, says why not.
+    fn loo_skipped_by_default(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Measured rows mapped onto a model's inputs and target.

@@ -58,8 +58,12 @@ pub struct Args {
     #[arg(long, default_value_t = 4)]
     pub starts: u64,
     /// Skip the leave-one-out refits.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "loo")]
     pub no_loo: bool,
+    /// Run the leave-one-out refits even for a model that skips them by default (zone-lock:
+    /// its rows are buckets of one histogram, and each refit takes about 0.4 s).
+    #[arg(long)]
+    pub loo: bool,
 }
 
 /// Runs `pcpmodel fit`.
@@ -125,7 +129,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         fixed_by_user,
         residual,
         starts: args.starts as usize,
-        loo: !args.no_loo,
+        loo: !args.no_loo && (args.loo || model.loo_skipped_by_default().is_none()),
         ..Default::default()
     };
     let pb = super::spinner(format!("fitting {} ({} starts)", args.model, args.starts));
@@ -140,6 +144,12 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             entry.name, machine.name, entry.description, ds.source
         ),
     );
+    if let (false, false, Some(why)) = (args.loo, args.no_loo, model.loo_skipped_by_default()) {
+        report.notes.push(format!(
+            "no leave-one-out by default for {}: {why}",
+            entry.name
+        ));
+    }
     super::print_report(&report, format);
     for w in &rep.warnings {
         eprintln!("warning: {w}");

@@ -915,6 +915,12 @@ impl crate::fit::FitModel for ZoneLockHistFit {
         crate::fit::TargetSpec::new("count", "calls")
     }
 
+    fn loo_skipped_by_default(&self) -> Option<&'static str> {
+        Some(
+            "the rows are buckets of one histogram, not separate conditions, and each refit solves the queue some 30 times (about 0.4 s per row): run them with --loo",
+        )
+    }
+
     fn predict(&self, params: &[f64], x: &[f64]) -> Result<f64> {
         Ok(self
             .predict_many(params, &[x.to_vec()])?
