@@ -359,6 +359,14 @@ pub const SAMPLES: Range = Range::int(
     "",
     "each sample re-runs the model; the 2.5 and 97.5 percentiles settle long before 10000",
 );
+/// A latency target, µs (`scale-max --p99-us`).
+pub const LATENCY_TARGET_US: Range = Range::real(
+    "a latency target",
+    1e-3,
+    1e9,
+    "us",
+    "from a nanosecond to a quarter of an hour for one rmqueue_bulk() call",
+);
 /// Measurement interval, s.
 pub const DURATION_S: Range = Range::real(
     "the measurement interval",
@@ -392,9 +400,33 @@ pub const SWITCH: Range = Range::int("a switch", 0.0, 1.0, "", "it is off (0) or
 pub const MEASURED_CYCLES: Range = Range::real(
     "cycles per page",
     0.0,
-    1e10,
+    1e9,
     "cycles",
-    "a page alloc+free costs about 100 to 10^4 cycles; 1e10 is seconds",
+    "a page alloc+free costs about 100 to 10^4 cycles; 1e9 is a third of a second per page",
+);
+/// A measured network throughput, Mbit/s.
+pub const THROUGHPUT_MBPS: Range = Range::real(
+    "a throughput",
+    0.0,
+    1e9,
+    "Mbit/s",
+    "1e9 Mbit/s is 1 Pbit/s, a hundred times the memory bandwidth of the largest servers",
+);
+/// A count of events in a histogram bucket (funclatency and bpftrace keep u64 counters).
+pub const HIST_COUNT: Range = Range::int(
+    "a histogram count",
+    0.0,
+    1.8e19,
+    "",
+    "a count of calls: a whole number; the tools keep it in a u64",
+);
+/// A latency histogram bucket's bound, ns (whole nanoseconds, as funclatency prints them).
+pub const BUCKET_NS: Range = Range::int(
+    "a bucket bound",
+    0.0,
+    1e13,
+    "ns",
+    "funclatency's log2 buckets are whole ns; 1e13 ns is almost three hours for one call",
 );
 
 #[cfg(test)]

@@ -1592,7 +1592,45 @@ impl Detected {
             },
             unknown,
         };
-        m.validate(&label)?;
+        m.validate(&label).map_err(|e| locate_in_sysfs(&m, e))?;
         Ok((m, assumed))
+    }
+}
+
+/// An [`Error::Invalid`] about a field of a detected machine, re-labelled with the sysfs or proc
+/// file the field was read from (its provenance), so the user sees which file holds the
+/// impossible value. Other errors, and fields that were derived or assumed, pass through.
+fn locate_in_sysfs(m: &Machine, e: Error) -> Error {
+    let Error::Invalid {
+        file,
+        field,
+        message,
+    } = e
+    else {
+        return e;
+    };
+    let json = serde_json::to_value(m).unwrap_or_default();
+    let mut node = &json;
+    for part in field.split('.') {
+        let (key, index) = match part.split_once('[') {
+            Some((k, rest)) => (k, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        node = &node[key];
+        if let Some(i) = index {
+            node = &node[i];
+        }
+    }
+    match node["source"].as_str() {
+        Some(src) if src.starts_with("detected") => Error::Invalid {
+            file: src.to_string(),
+            field,
+            message,
+        },
+        _ => Error::Invalid {
+            file,
+            field,
+            message,
+        },
     }
 }

@@ -425,6 +425,17 @@ pub fn funclatency_with(
                 funclatency_body(&t, i, after, unit, out.len() + 1, file, opts, &mut skipped)?;
             out.push(h);
             i = next;
+        } else if let Some(w) = funclatency_header_with_unknown_unit(&t, i) {
+            // A header whose unit funclatency never prints: dropping its histogram silently
+            // would lose data, guessing the unit would scale it.
+            return Err(err(
+                file,
+                line_at(&t, i),
+                "unit",
+                format!(
+                    "'{w} : count distribution' names no unit funclatency prints (nsecs, usecs, msecs)"
+                ),
+            ));
         } else {
             i += 1;
         }
@@ -482,6 +493,22 @@ fn funclatency_header(t: &[Tok], i: usize) -> Option<(TimeUnit, usize)> {
         return None;
     }
     Some((unit, j + 2))
+}
+
+/// The word at `i` when it stands where a funclatency header's unit stands (`X : count
+/// distribution`) but is not one of funclatency's units.
+fn funclatency_header_with_unknown_unit(t: &[Tok], i: usize) -> Option<String> {
+    let w = word(t, i)?.trim_end_matches(':');
+    if w.is_empty() || !w.chars().all(|c| c.is_ascii_alphabetic()) || w == "count" {
+        return None;
+    }
+    let mut j = i + 1;
+    if word(t, j)? == ":" {
+        j += 1;
+    } else if !word(t, i)?.ends_with(':') {
+        return None;
+    }
+    (word(t, j)? == "count" && word(t, j + 1)? == "distribution").then(|| w.to_string())
 }
 
 fn is_uint(s: &str) -> bool {
@@ -1186,11 +1213,16 @@ fn next_lock_row(t: &[Tok], j: usize) -> usize {
 /// cells before the next row or header: a row that cannot be read, not the end of the table.
 fn lock_row_broken(t: &[Tok], i: usize) -> bool {
     let line = line_at(t, i);
+    // A count followed by a bare number on the same line is a row whose unit went astray.
+    let count_then_number = word(t, i).is_some_and(is_uint)
+        && t.get(i + 1).is_some_and(|n| n.line == line)
+        && word(t, i + 1).is_some_and(|w| w.parse::<f64>().is_ok());
     let end = next_lock_row(t, i + 1).min(i + 14);
-    (i..end)
-        .filter(|&k| t[k].line == line && time_cell(t, k).is_some())
-        .count()
-        >= 2
+    count_then_number
+        || (i..end)
+            .filter(|&k| t[k].line == line && time_cell(t, k).is_some())
+            .count()
+            >= 2
 }
 
 fn broken_row_error(t: &[Tok], i: usize, file: &str) -> Error {

@@ -88,7 +88,7 @@ pub fn models() -> Vec<ModelEntry> {
         default_fixed: &crate::model::memcg::DEFAULT_FIXED,
         columns: &[
             ("memcg_charge_batch_pages", bounds::MEMCG_CHARGE_BATCH),
-            ("throughput_mbps", bounds::MEASURED_RATE),
+            ("throughput_mbps", bounds::THROUGHPUT_MBPS),
         ],
     },
     ModelEntry {
@@ -122,9 +122,9 @@ pub fn models() -> Vec<ModelEntry> {
         build: build_zone_lock,
         default_fixed: &["fixed_ns"],
         columns: &[
-            ("lo_ns", bounds::MEASURED_NS),
-            ("hi_ns", bounds::MEASURED_NS),
-            ("count", bounds::MEASURED_RATE),
+            ("lo_ns", bounds::BUCKET_NS),
+            ("hi_ns", bounds::BUCKET_NS),
+            ("count", bounds::HIST_COUNT),
         ],
     }]
 }

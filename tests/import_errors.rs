@@ -223,3 +223,35 @@ fn a3_import_output_feeds_fit() {
         .code(0)
         .stdout(predicate::str::contains("samples in buckets"));
 }
+
+/// Mutation classes found by tools/mutate.py: a header with a unit funclatency never prints
+/// (its histogram used to vanish), and a perf-lock row whose unit moved to another cell (the row
+/// used to end the table silently).
+#[test]
+fn unknown_units_and_displaced_units_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("h.txt");
+    std::fs::write(
+        &hist,
+        "     nsec               : count     distribution\n         0 -> 1          : 0        |   |\n         2 -> 3          : 5        |** |\n",
+    )
+    .unwrap();
+    bin()
+        .args(["import", "funclatency"])
+        .arg(&hist)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("h.txt:1: unit"));
+    let lock = dir.path().join("l.txt");
+    std::fs::write(
+        &lock,
+        " contended   total wait     max wait     avg wait            address   symbol\n\n        57      1.11 19.54     42.83 us     ms us   ffff9d4140030600   zone->lock (spinlock)\n        12    143.20 us     20.01 us     11.93 us   ffffffff93f5e2c0   rcu_state\n",
+    )
+    .unwrap();
+    bin()
+        .args(["import", "perf-lock"])
+        .arg(&lock)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("l.txt:3: total wait"));
+}

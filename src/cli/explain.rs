@@ -62,6 +62,16 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
         pcpmodel::bounds::PCP_HIGH_PAGES
             .check_flag("--high", f64::from(*h))
             .map_err(anyhow::Error::msg)?;
+        // One CPU's list cannot hold more pages than the machine has.
+        for m in [&a, &b] {
+            let pages = m.total_mib().saturating_mul(256);
+            if u64::from(*h) > pages {
+                anyhow::bail!(
+                    "--high {h}: more pages than {} has ({pages} pages of 4 KiB)",
+                    m.name
+                );
+            }
+        }
     }
     let mut highs = args.highs.clone();
     if highs.is_empty() {

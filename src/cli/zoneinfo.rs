@@ -130,6 +130,18 @@ pub fn report(args: &Args) -> anyhow::Result<(Report, bool)> {
     };
     let mut opts = CheckOptions::new(version, cpus_per_node.clone());
     opts.thp = args.thp.map(Into::into);
+    pcpmodel::bounds::PAGELIST_FRACTION
+        .check_flag(
+            "--percpu-pagelist-high-fraction",
+            f64::from(args.percpu_pagelist_high_fraction),
+        )
+        .map_err(anyhow::Error::msg)?;
+    pcpmodel::bounds::WATERMARK_SCALE_FACTOR
+        .check_flag(
+            "--watermark-scale-factor",
+            args.watermark_scale_factor as f64,
+        )
+        .map_err(anyhow::Error::msg)?;
     opts.percpu_pagelist_high_fraction = args.percpu_pagelist_high_fraction;
     opts.watermark_scale_factor = args.watermark_scale_factor;
     let check = check_zoneinfo(&info, &opts)?;

@@ -304,9 +304,9 @@ pub fn latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
 /// Runs `pcpmodel scale-max`.
 pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode> {
     if let Some(t) = args.p99_us {
-        if !(t.is_finite() && t > 0.0) {
-            anyhow::bail!("--p99-us must be > 0, got {t}");
-        }
+        pcpmodel::bounds::LATENCY_TARGET_US
+            .check_flag("--p99-us", t)
+            .map_err(anyhow::Error::msg)?;
     }
     let s = setup(&args.case)?;
     let w = workload_000(args.case.procs, s.span);
