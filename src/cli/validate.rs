@@ -11,20 +11,24 @@ pub struct Args {
     /// Only this seed thread ("000".."004"), computed alone.
     #[arg(long)]
     pub thread: Option<String>,
+    /// Also run the comparison fits that feed only notes (thread 003's fit of fault cost and
+    /// hold to the unpatched case; most of the run time).
+    #[arg(long)]
+    pub with_comparison_fits: bool,
 }
 
 /// Runs `pcpmodel validate`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let tables = match &args.thread {
         // One thread is computed alone, not filtered out of all five.
-        Some(t) => match validate_thread(t)? {
+        Some(t) => match validate_thread(t, args.with_comparison_fits)? {
             Some(v) => vec![v],
             None => anyhow::bail!(
                 "--thread {t}: no built-in table for that thread (threads: {})",
                 THREADS.join(", ")
             ),
         },
-        None => validate_all()?,
+        None => validate_all(args.with_comparison_fits)?,
     };
     let mut rows = Vec::new();
     let mut t = Table::new([

@@ -224,25 +224,23 @@ impl TableValidation {
 /// The threads `validate` knows.
 pub const THREADS: [&str; 5] = ["000", "001", "002", "003", "004"];
 
-/// Validates one thread's tables (`"000"`..`"004"`); `None` for another name.
-pub fn validate_thread(thread: &str) -> Result<Option<TableValidation>> {
+/// Validates one thread's tables (`"000"`..`"004"`); `None` for another name. Comparison fits
+/// that feed only a note (thread 003's) run when `comparison_fits` is set.
+pub fn validate_thread(thread: &str, comparison_fits: bool) -> Result<Option<TableValidation>> {
     Ok(Some(match thread {
         "000" => t000::validate()?,
         "001" => t001::validate()?,
         "002" => t002::validate()?,
-        "003" => t003::validate()?,
+        "003" => t003::validate_with(comparison_fits)?,
         "004" => t004::validate()?,
         _ => return Ok(None),
     }))
 }
 
-/// Validates every built-in table.
-pub fn validate_all() -> Result<Vec<TableValidation>> {
-    Ok(vec![
-        t000::validate()?,
-        t001::validate()?,
-        t002::validate()?,
-        t003::validate()?,
-        t004::validate()?,
-    ])
+/// Validates every built-in table (comparison fits as in [`validate_thread`]).
+pub fn validate_all(comparison_fits: bool) -> Result<Vec<TableValidation>> {
+    THREADS
+        .iter()
+        .filter_map(|t| validate_thread(t, comparison_fits).transpose())
+        .collect()
 }
