@@ -15,6 +15,10 @@ pub struct Args {
     /// hold to the unpatched case; most of the run time).
     #[arg(long)]
     pub with_comparison_fits: bool,
+    /// Also recompute each table with every assumed constant it reads moved by its spread, and
+    /// report the row that moves most (a refit per constant: several times the run time).
+    #[arg(long)]
+    pub sensitivities: bool,
 }
 
 /// Runs `pcpmodel validate`.
@@ -119,7 +123,17 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 )
             })
             .collect();
+        let sens = if args.sensitivities {
+            let s = pcpmodel::validate::sensitivities(v)?;
+            for n in pcpmodel::validate::sensitivity_notes(&v.thread, &s) {
+                notes.push(format!("[{}] {n}", v.thread));
+            }
+            Some(s)
+        } else {
+            None
+        };
         table_meta.push(serde_json::json!({
+            "sensitivities": sens,
             "thread": v.thread,
             "title": v.title,
             "free_params": v.free_params,

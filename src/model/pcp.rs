@@ -123,7 +123,10 @@ impl Flow {
             batch_pages: 63,
             order: 3,
             scale_max: 5,
-            consumer_allocs_per_free: CONSUMER_ALLOCS_PER_FREE_004,
+            consumer_allocs_per_free: crate::assumptions::value(
+                "pcp::CONSUMER_ALLOCS_PER_FREE_004",
+                CONSUMER_ALLOCS_PER_FREE_004,
+            ),
             free_high: false,
             same_cpu: false,
         }

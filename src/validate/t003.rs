@@ -225,7 +225,10 @@ pub fn validate_with(comparison_fits: bool) -> Result<TableValidation> {
         };
         let saved = per_folio(&s_off) - per_folio(&s_on);
         let work = p[0] + p[2] + per_folio(&s_off);
-        let change = 100.0 * SHELL8_ORDER4_SHARE * saved / work;
+        let change = 100.0
+            * crate::assumptions::value("t003::SHELL8_ORDER4_SHARE", SHELL8_ORDER4_SHARE)
+            * saved
+            / work;
         for sc in data::shell8_score_003()? {
             rows.push(ValidationRow::new("003", &sc.machine, "shell8", "score_change_pct", sc.stated_improvement_pct, change, "%", Role::Seen, format!("lock time saved per 64 KiB folio ({saved:.0} ns of {work:.0} ns) x assumed order-4 share {SHELL8_ORDER4_SHARE} of shell8's allocations")));
         }
