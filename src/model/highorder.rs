@@ -368,7 +368,7 @@ impl HighOrderModel {
                 }
             }
             c += 1;
-            if c % cycles_per_tick == 0 {
+            if c.is_multiple_of(cycles_per_tick) {
                 // decay_pcp_high(): high = max3(count - (batch << scale), high - high/8,
                 // high_min); free what is above it.
                 let bs = st.batch_pages << scale;
