@@ -39,9 +39,9 @@ fn t001_calibration_and_held_out_gain() {
     // What must hold: the calibrated model saturates near batch 32 (gain > 30 %), the fully
     // derived one (transfer_scale 1) does not (gain < 20 %).
     let v = t001::validate().unwrap();
-    for r in v.rows.iter().filter(|r| r.role == Role::Fitted) {
-        assert!(r.rel_error.abs() <= 1e-3, "{r:?}");
-    }
+    // Each parameter is fitted to one measurement: the fit is exactly determined, so the fitted
+    // rows reproduce their data by construction and test nothing about the model.
+    assert_eq!(v.degrees_of_freedom, 0);
     let gain = |case: &str| {
         v.rows
             .iter()

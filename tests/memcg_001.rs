@@ -24,10 +24,9 @@ fn held_out_gain_within_six_points() {
     let v = cached_t001_validate();
     // Two free parameters, each fitted to one measurement.
     assert_eq!(v.free_params.len(), 2);
-    // Fitted rows: reproduced within 0.1 %.
-    for r in v.rows.iter().filter(|r| r.role == Role::Fitted) {
-        assert!(r.rel_error.abs() <= 1e-3, "{r:?}");
-    }
+    // Each parameter is fitted to one measurement: the fit is exactly determined, so the fitted
+    // rows reproduce their data by construction and test nothing about the model.
+    assert_eq!(v.degrees_of_freedom, 0);
     assert_eq!(
         v.rows.iter().filter(|r| r.role == Role::Fitted).count(),
         2,
