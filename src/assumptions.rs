@@ -193,6 +193,64 @@ pub fn all() -> Vec<Assumption> {
     ]
 }
 
+thread_local! {
+    /// Values moved away from their defaults on this thread (for sensitivities only).
+    static MOVED: std::cell::RefCell<Vec<(&'static str, f64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The value a model uses for the assumed constant `name`: `default` (the constant itself)
+/// unless [`with_moved`] moved it on this thread. Models read their assumed constants through
+/// this so that a sensitivity can move one without changing any default result.
+pub fn value(name: &str, default: f64) -> f64 {
+    MOVED.with(|m| {
+        m.borrow()
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map_or(default, |&(_, v)| v)
+    })
+}
+
+/// Runs `f` with the assumed constant `name` set to `value` on this thread, then restores it.
+pub fn with_moved<T>(name: &'static str, value: f64, f: impl FnOnce() -> T) -> T {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MOVED.with(|m| {
+                m.borrow_mut().pop();
+            });
+        }
+    }
+    MOVED.with(|m| m.borrow_mut().push((name, value)));
+    let _restore = Restore;
+    f()
+}
+
+/// Whether a model reads `name` through [`value`] (so a sensitivity can move it). The others
+/// are fixed in machine files or in structures built elsewhere; their sensitivities are not
+/// computed yet.
+pub fn is_movable(name: &str) -> bool {
+    MOVABLE.contains(&name)
+}
+
+const MOVABLE: [&str; 15] = [
+    "zonelock::PROBE_NS",
+    "zonelock::HANDOVER_LINES",
+    "zonelock::CPU_CYCLES_PER_PAGE",
+    "zonelock::ALLOC_WORK_SHARE",
+    "zonelock::FREE_MERGE_LINES",
+    "netperf::mlp_lines",
+    "netperf::lock_lines_per_hold",
+    "pcp::CONSUMER_ALLOCS_PER_FREE_004",
+    "perflock::BEGIN_AFTER_CLOCK_NS_ASSUMED",
+    "perflock::END_BEFORE_CLOCK_NS_ASSUMED",
+    "perflock::END_LOCAL_AFTER_CLOCK_NS_ASSUMED",
+    "highorder::NODE_STORE_GBPS_ASSUMED",
+    "highorder::CORE_CLEAR_GBPS_ASSUMED",
+    "highorder::FAULT_OVERHEAD_NS_ASSUMED",
+    "t003::SHELL8_ORDER4_SHARE",
+];
+
 /// The assumptions a seed thread's predictions use.
 pub fn for_thread(thread: &str) -> Vec<Assumption> {
     all()

@@ -2,6 +2,12 @@
 use assert_cmd::Command;
 use pcpmodel::validate::{t001, t002, t003, Role};
 
+/// thread 003's table, computed once per test binary (deterministic, read by two tests).
+fn t003_validated() -> &'static pcpmodel::validate::TableValidation {
+    static V: std::sync::OnceLock<pcpmodel::validate::TableValidation> = std::sync::OnceLock::new();
+    V.get_or_init(|| t003::validate().unwrap())
+}
+
 #[test]
 fn memcg_sweep_json() {
     let out = Command::cargo_bin("pcpmodel")
@@ -33,9 +39,9 @@ fn t001_calibration_and_held_out_gain() {
     // What must hold: the calibrated model saturates near batch 32 (gain > 30 %), the fully
     // derived one (transfer_scale 1) does not (gain < 20 %).
     let v = t001::validate().unwrap();
-    for r in v.rows.iter().filter(|r| r.role == Role::Fitted) {
-        assert!(r.rel_error.abs() <= 1e-3, "{r:?}");
-    }
+    // Each parameter is fitted to one measurement: the fit is exactly determined, so the fitted
+    // rows reproduce their data by construction and test nothing about the model.
+    assert_eq!(v.degrees_of_freedom, 0);
     let gain = |case: &str| {
         v.rows
             .iter()
@@ -52,7 +58,7 @@ fn t001_calibration_and_held_out_gain() {
 
 #[test]
 fn t003_total_wait_falls_tenfold_and_shell8_small() {
-    let v = t003::validate().unwrap();
+    let v = t003_validated();
     let w: Vec<f64> = v
         .rows
         .iter()
@@ -91,7 +97,7 @@ fn t002_within_3pct_and_saving_grows() {
 
 #[test]
 fn t003_contended_falls_tenfold() {
-    let v = t003::validate().unwrap();
+    let v = t003_validated();
     let c: Vec<f64> = v
         .rows
         .iter()

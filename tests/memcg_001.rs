@@ -4,6 +4,12 @@
 use assert_cmd::Command;
 use pcpmodel::validate::{t001, Role};
 
+/// Computed once per test binary: every test here reads the same deterministic result.
+fn cached_t001_validate() -> &'static pcpmodel::validate::TableValidation {
+    static V: std::sync::OnceLock<pcpmodel::validate::TableValidation> = std::sync::OnceLock::new();
+    V.get_or_init(|| t001::validate().unwrap())
+}
+
 fn row(v: &pcpmodel::validate::TableValidation, case: &str) -> (f64, f64) {
     let r = v
         .rows
@@ -15,27 +21,27 @@ fn row(v: &pcpmodel::validate::TableValidation, case: &str) -> (f64, f64) {
 
 #[test]
 fn held_out_gain_within_six_points() {
-    let v = t001::validate().unwrap();
+    let v = cached_t001_validate();
     // Two free parameters, each fitted to one measurement.
     assert_eq!(v.free_params.len(), 2);
-    // Fitted rows: reproduced within 0.1 %.
-    for r in v.rows.iter().filter(|r| r.role == Role::Fitted) {
-        assert!(r.rel_error.abs() <= 1e-3, "{r:?}");
-    }
+    // Each parameter is fitted to one measurement: the fit is exactly determined, so the fitted
+    // rows reproduce their data by construction and test nothing about the model.
+    assert_eq!(v.degrees_of_freedom, 0);
     assert_eq!(
         v.rows.iter().filter(|r| r.role == Role::Fitted).count(),
         2,
         "root memcg and 6.0-rc1 at batch 32"
     );
-    let (measured, gain) = row(&v, "batch 32->64");
+    let (measured, gain) = row(v, "batch 32->64");
     approx::assert_relative_eq!(measured, 62.79, epsilon = 0.01);
     // Criterion: within 6 percentage points (model +60.3 % when written).
     assert!((gain - measured).abs() <= 6.0, "{gain}");
-    let (m64, p64) = row(&v, "batch=64");
+    let (m64, p64) = row(v, "batch=64");
     assert!((p64 / m64 - 1.0).abs() < 0.05, "{p64} vs {m64}");
-    // Fully derived (transfer_scale 1): +11.7 %, pinned to 8..16.
-    let (_, derived) = row(&v, "derived, batch 32->64");
-    assert!(derived > 8.0 && derived < 16.0, "{derived}");
+    // Fully derived (transfer_scale 1): cheaper transfers leave the counter lines less busy at
+    // batch 32, so doubling the batch gains less than in the calibrated model, but still gains.
+    let (_, derived) = row(v, "derived, batch 32->64");
+    assert!(derived > 0.0 && derived < gain, "{derived} vs {gain}");
 }
 
 #[test]
@@ -47,17 +53,30 @@ fn unshared_transfers_would_miss_the_criterion() {
 }
 
 #[test]
-fn single_patch_runs_pinned() {
-    let v = t001::validate().unwrap();
-    // Relative errors now: (A) -8.9 %, (B) +18.3 %, (A+B+C) +1.7 %; pinned ±5 points.
-    for (case, err) in [
-        ("run 3 (fewer_atomics) (cover letter v2), batch=32", -8.9),
-        ("run 4 (split_layout) (cover letter v2), batch=32", 18.3),
-        ("run 6 (both) (cover letter v2), batch=64", 1.7),
+fn single_patch_runs_lie_between_the_unpatched_kernel_and_the_root_memcg() {
+    // The patches only remove memcg accounting work, so each predicted run is faster than the
+    // unpatched 6.0-rc1 at the same batch and slower than the root memcg (no accounting at all),
+    // which bounds every memcg run from above. Their errors against the cover letter are shown by
+    // validate, not pinned here.
+    let v = cached_t001_validate();
+    let (_, root) = row(v, "root memcg (cover letter v2)");
+    for (case, unpatched) in [
+        (
+            "run 3 (fewer_atomics) (cover letter v2), batch=32",
+            "batch=32",
+        ),
+        (
+            "run 4 (split_layout) (cover letter v2), batch=32",
+            "batch=32",
+        ),
+        ("run 6 (both) (cover letter v2), batch=64", "batch=64"),
     ] {
-        let (m, p) = row(&v, case);
-        let e = 100.0 * (p / m - 1.0);
-        assert!((e - err).abs() < 5.0, "{case}: {e}");
+        let (_, p) = row(v, case);
+        let (_, base) = row(v, unpatched);
+        assert!(
+            p > base && p < root,
+            "{case}: {p} vs {unpatched} {base}, root {root}"
+        );
     }
 }
 

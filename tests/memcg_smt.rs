@@ -139,13 +139,19 @@ fn simulate(
 
 const T_END_NS: f64 = 4e7;
 
+/// thread 001's calibration, fitted once per test binary (deterministic, read by every test).
+fn calibrated() -> &'static Vec<f64> {
+    static P: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    P.get_or_init(|| t001::calibrated_params().unwrap().0)
+}
+
 fn paired(n: usize) -> impl Fn(usize) -> usize {
     move |c| c % (n / 2)
 }
 
 #[test]
 fn shared_transfers_match_simulation_on_thread_001() {
-    let (p, _) = t001::calibrated_params().unwrap();
+    let p = calibrated().clone();
     let base = t001::model_001().unwrap();
     assert_eq!(base.threads_per_core, 2.0);
     let n = base.charging_cpus as usize;
@@ -184,7 +190,7 @@ fn shared_transfers_match_simulation_on_thread_001() {
 
 #[test]
 fn without_smt_the_analysis_is_exact_mva_and_matches_simulation() {
-    let (p, _) = t001::calibrated_params().unwrap();
+    let p = calibrated().clone();
     let mut machine = Machine::builtin("memcg-72cpu").unwrap();
     machine.topology.threads_per_core.value = 1;
     machine.topology.cores_per_socket.value = 36;
@@ -207,7 +213,7 @@ fn without_smt_the_analysis_is_exact_mva_and_matches_simulation() {
 fn sharing_grows_with_the_queue() {
     // The busiest line's shared share falls when the doubled batch shortens its queue: the
     // mechanism that makes the gain smaller than with unshared transfers.
-    let (p, _) = t001::calibrated_params().unwrap();
+    let p = calibrated().clone();
     let m = t001::model_001().unwrap();
     let a = m.estimate(&p, 32).unwrap();
     let b = m.estimate(&p, 64).unwrap();

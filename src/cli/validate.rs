@@ -11,13 +11,21 @@ pub struct Args {
     /// Only this seed thread ("000".."004"), computed alone.
     #[arg(long)]
     pub thread: Option<String>,
+    /// Also run the comparison fits that feed only notes (thread 003's fit of fault cost and
+    /// hold to the unpatched case; most of the run time).
+    #[arg(long)]
+    pub with_comparison_fits: bool,
+    /// Also recompute each table with every assumed constant it reads moved by its spread, and
+    /// report the row that moves most (a refit per constant: several times the run time).
+    #[arg(long)]
+    pub sensitivities: bool,
 }
 
 /// Runs `pcpmodel validate`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let tables = match &args.thread {
         // One thread is computed alone, not filtered out of all five.
-        Some(t) => match validate_thread(t)? {
+        Some(t) => match validate_thread(t, args.with_comparison_fits)? {
             Some(v) => vec![v],
             None => anyhow::bail!(
                 "--thread {t}: no built-in table for that thread (threads: {})",
@@ -29,7 +37,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             let mut all = Vec::new();
             for t in THREADS {
                 pb.set_message(format!("thread {t}"));
-                all.extend(validate_thread(t)?);
+                all.extend(validate_thread(t, args.with_comparison_fits)?);
                 pb.inc(1);
             }
             pb.finish_and_clear();
@@ -125,7 +133,17 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 )
             })
             .collect();
+        let sens = if args.sensitivities {
+            let s = pcpmodel::validate::sensitivities(v)?;
+            for n in pcpmodel::validate::sensitivity_notes(&v.thread, &s) {
+                notes.push(format!("[{}] {n}", v.thread));
+            }
+            Some(s)
+        } else {
+            None
+        };
         table_meta.push(serde_json::json!({
+            "sensitivities": sens,
             "thread": v.thread,
             "title": v.title,
             "free_params": v.free_params,

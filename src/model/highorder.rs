@@ -295,10 +295,21 @@ impl HighOrderModel {
     /// at [`node_transfer_ns`] and cold ones at the machine file's local DRAM latency; the unmap
     /// cost is the parameter's default.
     pub fn derived_params(&self, machine: &Machine) -> Vec<f64> {
-        let per_task_gbps =
-            CORE_CLEAR_GBPS_ASSUMED.min(NODE_STORE_GBPS_ASSUMED / f64::from(self.tasks_per_zone));
+        let per_task_gbps = crate::assumptions::value(
+            "highorder::CORE_CLEAR_GBPS_ASSUMED",
+            CORE_CLEAR_GBPS_ASSUMED,
+        )
+        .min(
+            crate::assumptions::value(
+                "highorder::NODE_STORE_GBPS_ASSUMED",
+                NODE_STORE_GBPS_ASSUMED,
+            ) / f64::from(self.tasks_per_zone),
+        );
         let folio_bytes = 4096.0 * f64::from(1u32 << self.order);
-        let fault = FAULT_OVERHEAD_NS_ASSUMED + folio_bytes / per_task_gbps;
+        let fault = crate::assumptions::value(
+            "highorder::FAULT_OVERHEAD_NS_ASSUMED",
+            FAULT_OVERHEAD_NS_ASSUMED,
+        ) + folio_bytes / per_task_gbps;
         let (c2c, dram) = (
             node_transfer_ns(machine),
             machine.latency_ns.dram_local.value,
@@ -357,7 +368,7 @@ impl HighOrderModel {
                 }
             }
             c += 1;
-            if c % cycles_per_tick == 0 {
+            if c.is_multiple_of(cycles_per_tick) {
                 // decay_pcp_high(): high = max3(count - (batch << scale), high - high/8,
                 // high_min); free what is above it.
                 let bs = st.batch_pages << scale;

@@ -48,8 +48,8 @@ impl NetperfParams {
         NetperfParams {
             score_scale,
             fixed_ns,
-            mlp_lines: 10.0,
-            lock_lines_per_hold: 3.0,
+            mlp_lines: crate::assumptions::value("netperf::mlp_lines", 10.0),
+            lock_lines_per_hold: crate::assumptions::value("netperf::lock_lines_per_hold", 3.0),
             resident_pages: 0.0,
         }
     }
@@ -179,13 +179,13 @@ impl crate::fit::FitModel for NetperfModel {
                 .with_bounds(1.0, 1.0e5)
                 .with_provenance("assumed: free per machine; protocol work per 4 KiB page is not derived")
                 .with_description("work per page that does not depend on where its lines are"),
-            ParamSpec::new("mlp_lines", "lines", 10.0)
+            ParamSpec::new("mlp_lines", "lines", crate::assumptions::value("netperf::mlp_lines", 10.0))
                 .with_bounds(1.0, 48.0)
                 .with_provenance(
                     "assumed: line requests in flight streaming a page; Skylake 10-12 and Ice Lake 16 L1D fill buffers (Intel optimization manual)",
                 )
                 .with_description("memory-level parallelism; degenerate with fixed_ns and score_scale on one machine"),
-            ParamSpec::new("lock_lines_per_hold", "lines", 3.0)
+            ParamSpec::new("lock_lines_per_hold", "lines", crate::assumptions::value("netperf::lock_lines_per_hold", 3.0))
                 .with_bounds(0.0, 16.0)
                 .with_provenance(
                     "assumed: zone->lock word, free_area list head and the zone's NR_FREE_PAGES counter move between the CPUs per hold",

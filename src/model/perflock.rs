@@ -102,11 +102,21 @@ impl PerfLockProbe {
     /// `lock_stat` line at the mean core-to-core latency over all the machine's CPUs.
     pub fn for_machine(machine: &Machine) -> Result<PerfLockProbe> {
         let shared_line = mean_transfer_ns(machine, machine.cpus())?;
+        let end_before = crate::assumptions::value(
+            "perflock::END_BEFORE_CLOCK_NS_ASSUMED",
+            END_BEFORE_CLOCK_NS_ASSUMED,
+        );
         Ok(PerfLockProbe {
-            begin_after_clock_ns: BEGIN_AFTER_CLOCK_NS_ASSUMED,
-            end_before_clock_ns: END_BEFORE_CLOCK_NS_ASSUMED,
-            end_under_lock_ns: END_BEFORE_CLOCK_NS_ASSUMED
-                + END_LOCAL_AFTER_CLOCK_NS_ASSUMED
+            begin_after_clock_ns: crate::assumptions::value(
+                "perflock::BEGIN_AFTER_CLOCK_NS_ASSUMED",
+                BEGIN_AFTER_CLOCK_NS_ASSUMED,
+            ),
+            end_before_clock_ns: end_before,
+            end_under_lock_ns: end_before
+                + crate::assumptions::value(
+                    "perflock::END_LOCAL_AFTER_CLOCK_NS_ASSUMED",
+                    END_LOCAL_AFTER_CLOCK_NS_ASSUMED,
+                )
                 + shared_line,
         })
     }

@@ -531,7 +531,10 @@ impl ZoneLockModel {
         Ok(ZoneLockModel {
             machine: machine.clone(),
             kernel,
-            cpu_ns_per_page: CPU_CYCLES_PER_PAGE / ghz,
+            cpu_ns_per_page: crate::assumptions::value(
+                "zonelock::CPU_CYCLES_PER_PAGE",
+                CPU_CYCLES_PER_PAGE,
+            ) / ghz,
             own_line_ns: machine.latency_ns.l2_hit.value,
         })
     }
@@ -599,15 +602,18 @@ impl ZoneLockModel {
             self.cpu_ns_per_page
                 + p.lines_per_page
                     * (self.own_line_ns
-                        + FREE_MERGE_LINES
-                            * sources
-                                .iter()
-                                .map(|s| s.probability * s.line_ns)
-                                .sum::<f64>()),
+                        + crate::assumptions::value(
+                            "zonelock::FREE_MERGE_LINES",
+                            FREE_MERGE_LINES,
+                        ) * sources
+                            .iter()
+                            .map(|s| s.probability * s.line_ns)
+                            .sum::<f64>()),
         )?;
         let tot = (refills + drains) as f64;
-        let think_refill = dyn_.mean_refill_pages() * ALLOC_WORK_SHARE * p.work_ns_per_page;
-        let think_free = dyn_.mean_free_pages() * (1.0 - ALLOC_WORK_SHARE) * p.work_ns_per_page;
+        let share = crate::assumptions::value("zonelock::ALLOC_WORK_SHARE", ALLOC_WORK_SHARE);
+        let think_refill = dyn_.mean_refill_pages() * share * p.work_ns_per_page;
+        let think_free = dyn_.mean_free_pages() * (1.0 - share) * p.work_ns_per_page;
         Ok(LockQueue {
             n_cpus: procs,
             classes: vec![
@@ -776,7 +782,8 @@ pub fn default_params(model: &ZoneLockModel) -> ZoneLockParams {
     let src = refill_line_sources(&model.machine, 10);
     let x: f64 = src.iter().map(|s| s.probability * s.line_ns).sum();
     ZoneLockParams {
-        fixed_ns: PROBE_NS + HANDOVER_LINES * x,
+        fixed_ns: crate::assumptions::value("zonelock::PROBE_NS", PROBE_NS)
+            + crate::assumptions::value("zonelock::HANDOVER_LINES", HANDOVER_LINES) * x,
         ..ZoneLockParams::default()
     }
 }

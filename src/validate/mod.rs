@@ -224,25 +224,128 @@ impl TableValidation {
 /// The threads `validate` knows.
 pub const THREADS: [&str; 5] = ["000", "001", "002", "003", "004"];
 
-/// Validates one thread's tables (`"000"`..`"004"`); `None` for another name.
-pub fn validate_thread(thread: &str) -> Result<Option<TableValidation>> {
+/// Validates one thread's tables (`"000"`..`"004"`); `None` for another name. Comparison fits
+/// that feed only a note (thread 003's) run when `comparison_fits` is set.
+pub fn validate_thread(thread: &str, comparison_fits: bool) -> Result<Option<TableValidation>> {
     Ok(Some(match thread {
         "000" => t000::validate()?,
         "001" => t001::validate()?,
         "002" => t002::validate()?,
-        "003" => t003::validate()?,
+        "003" => t003::validate_with(comparison_fits)?,
         "004" => t004::validate()?,
         _ => return Ok(None),
     }))
 }
 
-/// Validates every built-in table.
-pub fn validate_all() -> Result<Vec<TableValidation>> {
-    Ok(vec![
-        t000::validate()?,
-        t001::validate()?,
-        t002::validate()?,
-        t003::validate()?,
-        t004::validate()?,
-    ])
+/// How far one row moves when one assumed constant moves by its spread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sensitivity {
+    /// The constant's name in [`crate::assumptions`].
+    pub constant: String,
+    /// The relative move applied to it (its `rel_spread`), percent.
+    pub moved_by_pct: f64,
+    /// The row that moved most: machine, case and quantity.
+    pub machine: String,
+    /// Case of that row.
+    pub case: String,
+    /// Quantity of that row.
+    pub quantity: String,
+    /// Its role.
+    pub role: Role,
+    /// Predicted value with the constant at its default, in the row's unit.
+    pub predicted: f64,
+    /// The relative change of the prediction, percent (fits in the table are redone).
+    pub delta_pct: f64,
+}
+
+/// For each assumed constant `thread` depends on that a model reads through
+/// [`crate::assumptions::value`]: the table is recomputed (fits included) with the constant
+/// moved up by its spread, and the row whose prediction moves most (relative) is reported.
+/// Constants not yet readable that way are left out (the note of [`sensitivity_notes`] says which).
+pub fn sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
+    let mut out = Vec::new();
+    for a in crate::assumptions::for_thread(&base.thread) {
+        if !crate::assumptions::is_movable(a.name) {
+            continue;
+        }
+        let moved = crate::assumptions::with_moved(a.name, a.value * (1.0 + a.rel_spread), || {
+            validate_thread(&base.thread, false)
+        })?;
+        let Some(moved) = moved else { continue };
+        let mut best: Option<Sensitivity> = None;
+        // Rows come in the same order; a (machine, case, quantity) can appear under two roles
+        // (fitted and loo), so rows are paired by position and checked.
+        for (r, m) in base.rows.iter().zip(&moved.rows) {
+            if m.machine != r.machine
+                || m.case != r.case
+                || m.quantity != r.quantity
+                || m.role != r.role
+            {
+                continue;
+            }
+            if r.predicted == 0.0 || !r.predicted.is_finite() || !m.predicted.is_finite() {
+                continue;
+            }
+            let d = 100.0 * (m.predicted / r.predicted - 1.0);
+            if best.as_ref().is_none_or(|b| d.abs() > b.delta_pct.abs()) {
+                best = Some(Sensitivity {
+                    constant: a.name.to_string(),
+                    moved_by_pct: 100.0 * a.rel_spread,
+                    machine: r.machine.clone(),
+                    case: r.case.clone(),
+                    quantity: r.quantity.clone(),
+                    role: r.role,
+                    predicted: r.predicted,
+                    delta_pct: d,
+                });
+            }
+        }
+        if let Some(b) = best {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// Notes for people: one line per sensitivity, and the constants of the thread whose
+/// sensitivity is not computed.
+pub fn sensitivity_notes(thread: &str, s: &[Sensitivity]) -> Vec<String> {
+    let mut notes: Vec<String> = s
+        .iter()
+        .map(|x| {
+            format!(
+                "sensitivity: {} +{:.0} % moves {} / {} / {} ({}) by {:+.2} %",
+                x.constant,
+                x.moved_by_pct,
+                x.machine,
+                x.case,
+                x.quantity,
+                x.role.as_str(),
+                x.delta_pct
+            )
+        })
+        .collect();
+    let fixed: Vec<&str> = crate::assumptions::for_thread(thread)
+        .iter()
+        .filter(|a| !crate::assumptions::is_movable(a.name))
+        .map(|a| a.name)
+        .collect();
+    if !fixed.is_empty() {
+        notes.push(format!(
+            "sensitivity not computed for {} (the value is set in a machine file or a structure the models do not read through the registry yet)",
+            fixed.join(", ")
+        ));
+    }
+    if crate::assumptions::for_thread(thread).is_empty() {
+        notes.push("no assumed constants: nothing to move".to_string());
+    }
+    notes
+}
+
+/// Validates every built-in table (comparison fits as in [`validate_thread`]).
+pub fn validate_all(comparison_fits: bool) -> Result<Vec<TableValidation>> {
+    THREADS
+        .iter()
+        .filter_map(|t| validate_thread(t, comparison_fits).transpose())
+        .collect()
 }

