@@ -82,7 +82,11 @@ fn h2_a_64_tib_node_is_valid_and_its_sweep_is_geometric() {
     let f = repro("H2").join("machine.toml");
     let (code, out, err) = optimal_high(&f);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("optimal pcp->high"), "{out}");
+    // On a plateau the table leads with the 1 % range and calls the argmax what it is.
+    assert!(
+        out.contains("optimal pcp->high") || out.contains("argmax inside the plateau"),
+        "{out}"
+    );
     assert!(
         out.contains("then in steps of 1/8192 of the value"),
         "{out}"
