@@ -1,5 +1,5 @@
 //! Re-derives what the transcribed tables allow to be checked: internal sums and averages,
-//! stated percentages, page/MiB conversions, and (when ../shared/seeds is present) that every
+//! stated percentages, page/MiB conversions, and (from the copies in tests/fixtures/seeds) that every
 //! quote is really in its thread. Each tolerance is stated where it is used.
 
 use std::collections::BTreeSet;
