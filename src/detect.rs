@@ -599,7 +599,7 @@ pub fn detect(root: &Path) -> Result<Detected> {
     .map(|n| {
         (
             n.to_string(),
-            Field::missing("latencies are not in sysfs or /proc: measure them (core-to-core-latency, Intel MLC, lmbench)"),
+            Field::missing("latencies are not in sysfs or /proc: measure them with `pcpmodel measure latency --toml` (or core-to-core-latency, Intel MLC, lmbench)"),
         )
     })
     .collect();

@@ -106,9 +106,32 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         }
     };
     notes.extend(d.warnings().into_iter().map(|w| format!("warning: {w}")));
+    let mut tables = vec![t];
+    // The kernel's PCP features under the same root (zoneinfo fields, vm sysctls, the config,
+    // the version as a fallback): which behaviours the running kernel has, whatever its version.
+    match pcpmodel::kernel::features::detect_features(std::path::Path::new(&d.root), None) {
+        Ok(fs) => {
+            let mut f = Table::new(["feature", "present", "evidence", "source"])
+                .titled("PCP features of the running kernel (see `pcpmodel kernel --host`)");
+            for x in &fs.features {
+                f.push([
+                    x.feature.name().to_string(),
+                    if x.present { "yes" } else { "no" }.to_string(),
+                    x.evidence.name().to_string(),
+                    x.source.clone(),
+                ]);
+            }
+            obj.insert("kernel_features".into(), serde_json::to_value(&fs)?);
+            tables.push(f);
+        }
+        Err(e) => {
+            obj.insert("kernel_features".into(), Value::Null);
+            notes.push(format!("kernel features not detected: {e}"));
+        }
+    }
     let report = Report {
         json: Value::Object(obj),
-        tables: vec![t],
+        tables,
         notes,
     };
     super::print_report(&report, format);
