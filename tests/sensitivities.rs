@@ -38,3 +38,26 @@ fn shell8_change_is_proportional_to_the_assumed_order4_share() {
         .unwrap();
     assert!(store.delta_pct >= 0.0, "{store:?}");
 }
+
+#[test]
+fn threads_001_and_002_have_a_sensitivity_to_a_machine_assumption() {
+    // 001: without SMT sharing (threads_per_core 2 -> 1) the held-out gain grows: siblings that
+    // share transfers are what keeps it down (validate's note gives +77 % against +60 %).
+    let t = pcpmodel::validate::validate_thread("001", false)
+        .unwrap()
+        .unwrap();
+    let s = sensitivities(&t).unwrap();
+    let smt = s
+        .iter()
+        .find(|x| x.constant.contains("threads_per_core"))
+        .expect("001 has the SMT sensitivity");
+    assert!(smt.delta_pct > 0.0, "{smt:?}");
+    // 002: the row exists and is finite (folds are negligible on 4.15, so it may not move).
+    let t = pcpmodel::validate::validate_thread("002", false)
+        .unwrap()
+        .unwrap();
+    let s = sensitivities(&t).unwrap();
+    assert!(s
+        .iter()
+        .any(|x| x.constant.contains("c2c_cross_socket") && x.delta_pct.is_finite()));
+}

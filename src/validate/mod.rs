@@ -304,6 +304,64 @@ pub fn sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
             out.push(b);
         }
     }
+    out.extend(machine_sensitivities(base)?);
+    Ok(out)
+}
+
+/// Sensitivities to assumed values that live in a machine file, computed by the thread's own
+/// model with the value moved: 001's SMT (threads_per_core 2 -> 1, its spread, with
+/// transfer_scale refitted at batch 32) on the held-out gain, and 002's assumed cross-socket
+/// core-to-core latency (+20 %, the spread [`crate::advice::latency_rel_sd`] gives an
+/// `assumed` latency, with the three parameters refitted) on the 88-thread, numa_stat=1 row.
+fn machine_sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
+    let find = |case: &str, quantity: &str| {
+        base.rows
+            .iter()
+            .find(|r| r.case == case && r.quantity == quantity)
+    };
+    let mut out = Vec::new();
+    match base.thread.as_str() {
+        "001" => {
+            if let Some(r) = find("batch 32->64", "improvement_pct") {
+                let (_, gain) = t001::unshared_sensitivity()?;
+                out.push(Sensitivity {
+                    constant: "memcg-72cpu threads_per_core".to_string(),
+                    moved_by_pct: -50.0,
+                    machine: r.machine.clone(),
+                    case: r.case.clone(),
+                    quantity: r.quantity.clone(),
+                    role: r.role,
+                    predicted: r.predicted,
+                    delta_pct: 100.0 * (gain / r.predicted - 1.0),
+                });
+            }
+        }
+        "002" => {
+            if let Some(r) = find("threads=88 numa_stat=1", "cycles_per_page") {
+                let mut m = crate::machine::Machine::builtin("broadwell-2s")?;
+                let spread = 0.20;
+                if let Some(x) = m.latency_ns.c2c_cross_socket.as_mut() {
+                    x.value *= 1.0 + spread;
+                }
+                let model =
+                    crate::model::vmstat::NumaStatModel::new(&m, crate::model::vmstat::KERNEL_002)?;
+                let rep = t002::fit_002(&model)?;
+                let p: Vec<f64> = rep.params.iter().map(|x| x.value).collect();
+                let moved = model.estimate(&p, 88, true)?.cycles_per_page;
+                out.push(Sensitivity {
+                    constant: "broadwell-2s latency_ns.c2c_cross_socket".to_string(),
+                    moved_by_pct: 100.0 * spread,
+                    machine: r.machine.clone(),
+                    case: r.case.clone(),
+                    quantity: r.quantity.clone(),
+                    role: r.role,
+                    predicted: r.predicted,
+                    delta_pct: 100.0 * (moved / r.predicted - 1.0),
+                });
+            }
+        }
+        _ => {}
+    }
     Ok(out)
 }
 
@@ -314,7 +372,7 @@ pub fn sensitivity_notes(thread: &str, s: &[Sensitivity]) -> Vec<String> {
         .iter()
         .map(|x| {
             format!(
-                "sensitivity: {} +{:.0} % moves {} / {} / {} ({}) by {:+.2} %",
+                "sensitivity: {} {:+.0} % moves {} / {} / {} ({}) by {:+.2} %",
                 x.constant,
                 x.moved_by_pct,
                 x.machine,
@@ -328,6 +386,7 @@ pub fn sensitivity_notes(thread: &str, s: &[Sensitivity]) -> Vec<String> {
     let fixed: Vec<&str> = crate::assumptions::for_thread(thread)
         .iter()
         .filter(|a| !crate::assumptions::is_movable(a.name))
+        .filter(|a| !s.iter().any(|x| x.constant == a.name))
         .map(|a| a.name)
         .collect();
     if !fixed.is_empty() {
@@ -336,7 +395,7 @@ pub fn sensitivity_notes(thread: &str, s: &[Sensitivity]) -> Vec<String> {
             fixed.join(", ")
         ));
     }
-    if crate::assumptions::for_thread(thread).is_empty() {
+    if crate::assumptions::for_thread(thread).is_empty() && s.is_empty() {
         notes.push("no assumed constants: nothing to move".to_string());
     }
     notes
