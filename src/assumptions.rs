@@ -174,7 +174,9 @@ pub fn all() -> Vec<Assumption> {
         },
         Assumption {
             name: "memcg-72cpu threads_per_core",
-            value: 2.0,
+            // Read from the machine file that holds the assumption, not copied here.
+            value: crate::machine::Machine::builtin("memcg-72cpu")
+                .map_or(f64::NAN, |m| f64::from(m.topology.threads_per_core.value)),
             unit: "threads",
             provenance: "assumed in models/memcg-72cpu.toml: seed 001 says only \"72 CPUs\"; SMT2 decides the held-out gain (+60 % with, +77 % without)",
             rel_spread: 0.5,
