@@ -2,8 +2,8 @@
 //! well under 50 ms in release. Prints the measured time per sweep for every built-in machine.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pcpmodel::advice::{sweep, sweep_limit};
-use pcpmodel::calibrate::{default_pcp, netperf_model, netperf_params};
+use pcpmodel::answer::optimal_high::{sweep, sweep_limit};
+use pcpmodel::fit::calibrate::{default_pcp, netperf_model, netperf_params};
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::cache::Placement;
 use pcpmodel::Machine;

@@ -175,7 +175,7 @@ pub fn all() -> Vec<Assumption> {
         Assumption {
             name: "memcg-72cpu threads_per_core",
             // Read from the machine file that holds the assumption, not copied here.
-            value: crate::machine::Machine::builtin("memcg-72cpu")
+            value: crate::hw::machine::Machine::builtin("memcg-72cpu")
                 .map_or(f64::NAN, |m| f64::from(m.topology.threads_per_core.value)),
             unit: "threads",
             provenance: "assumed in models/memcg-72cpu.toml: seed 001 says only \"72 CPUs\"; SMT2 decides the held-out gain (+60 % with, +77 % without)",
@@ -266,7 +266,7 @@ pub fn describe(a: &Assumption) -> String {
     format!(
         "{} = {} {} (spread ±{:.0} %; chosen while seeing {})",
         a.name,
-        crate::report::sig(a.value, 4),
+        crate::output::report::sig(a.value, 4),
         a.unit,
         100.0 * a.rel_spread,
         a.chosen_while_seeing

@@ -1,7 +1,7 @@
 //! The valid range of every number a user can give, in one place, each with its physical
 //! reason.
 //!
-//! Machine files ([`crate::machine::Machine::validate`]), fit CSVs (the column ranges in
+//! Machine files ([`crate::hw::machine::Machine::validate`]), fit CSVs (the column ranges in
 //! [`crate::registry`]) and the command-line flags check their values against these ranges, so
 //! that an impossible value is an error naming the file, line and field (or the flag) instead of
 //! a hang, an abort on a huge allocation, or a confident answer about a machine that cannot
@@ -36,7 +36,7 @@
 //! | measured times | 0..=1e13 ns | almost three hours for a single call of an allocator path |
 //!
 //! Work is bounded by the input size as well: the `pcp->high` sweep steps geometrically over
-//! ranges longer than [`crate::optimize::EXHAUSTIVE_MAX`] values (see [`crate::optimize`]).
+//! ranges longer than [`crate::fit::optimize::EXHAUSTIVE_MAX`] values (see [`crate::fit::optimize`]).
 
 use crate::error::{Error, Result};
 

@@ -4,10 +4,10 @@
 //! A new model costs one entry here and one file under `src/model/`.
 
 use crate::bounds::{self, Range};
-use crate::calibrate::{netperf_model, KERNEL_004};
 use crate::error::{Error, Result};
+use crate::fit::calibrate::{netperf_model, KERNEL_004};
 use crate::fit::FitModel;
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::cache::Placement;
 
 /// One fittable model.

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use approx::assert_abs_diff_eq;
 use assert_cmd::Command;
-use pcpmodel::detect::{detect, parse_cpulist, parse_size_kib, Status};
-use pcpmodel::machine::{Policy, Sharing};
+use pcpmodel::hw::detect::{detect, parse_cpulist, parse_size_kib, Status};
+use pcpmodel::hw::machine::{Policy, Sharing};
 use pcpmodel::{Error, Machine};
 
 fn fixture(name: &str) -> PathBuf {

@@ -3,11 +3,11 @@
 //! scaling, leave-one-out against closed-form PRESS, non-convergence reports, CSV errors.
 
 use approx::assert_relative_eq;
+use pcpmodel::fit::stats::SplitMix64;
 use pcpmodel::fit::{
     fit, jacobian_discrepancy, numerical_jacobian, Dataset, FitModel, FitOptions, InputSpec,
     ParamSpec, Residual, TargetSpec,
 };
-use pcpmodel::stats::SplitMix64;
 use pcpmodel::{Error, Result};
 
 // ----- test models ---------------------------------------------------------------------------
@@ -554,7 +554,7 @@ fn nan_model_and_runaway_fit_report_non_convergence() {
     assert!(r.loo.is_none());
     assert!(r
         .to_report()
-        .render(pcpmodel::report::Format::Table)
+        .render(pcpmodel::output::report::Format::Table)
         .contains("did not converge"));
 
     let data = Dataset::from_rows(&Runaway, xs, vec![0.0; 5], "zeros").unwrap();
@@ -681,7 +681,7 @@ fn report_renders_in_every_format() {
     let data = synth(&m, &[80.0, 25.0, 5.0], &grid(12, 1.0, 200.0), 0.5, 9);
     let r = fit(&m, &data, &absolute()).unwrap();
     let rep = r.to_report();
-    use pcpmodel::report::Format;
+    use pcpmodel::output::report::Format;
     let t = rep.render(Format::Table);
     assert!(
         t.contains("b_pages")

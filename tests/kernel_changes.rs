@@ -138,8 +138,8 @@ fn shows_effect(key: &str, k: KernelVersion) -> bool {
             assert_eq!(old.high, PcpHigh::Fixed { high_pages: 378 });
             assert_eq!(new.high, PcpHigh::Fixed { high_pages: 421 }); // 26972 / 64
             let m = Machine::resolve("icelake-server").unwrap();
-            let d0 = pcpmodel::calibrate::default_pcp(&m, before).unwrap();
-            let d1 = pcpmodel::calibrate::default_pcp(&m, k).unwrap();
+            let d0 = pcpmodel::fit::calibrate::default_pcp(&m, before).unwrap();
+            let d1 = pcpmodel::fit::calibrate::default_pcp(&m, k).unwrap();
             assert_ne!(d0.high_pages, d1.high_pages, "netperf-udp's default high");
         }
         "free-factor" => {

@@ -181,7 +181,7 @@ fn s10_a_file_named_like_a_measured_builtin_gets_carried_over_parameters() {
     let copy = std::env::temp_dir().join(format!("pcpmodel-s10-{}.toml", std::process::id()));
     std::fs::write(
         &copy,
-        pcpmodel::machine::BUILTIN
+        pcpmodel::hw::machine::BUILTIN
             .iter()
             .find(|b| b.name == "icelake-server")
             .unwrap()

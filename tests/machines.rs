@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use approx::assert_abs_diff_eq;
 use assert_cmd::Command;
-use pcpmodel::machine::{Policy, BUILTIN};
+use pcpmodel::hw::machine::{Policy, BUILTIN};
 use pcpmodel::{Error, Machine};
 
 fn models_dir() -> PathBuf {
@@ -633,7 +633,7 @@ fn cli_machine_show_errors_exit_2() {
 
 #[test]
 fn a_type_error_names_the_line_and_the_key() {
-    let text = pcpmodel::machine::BUILTIN
+    let text = pcpmodel::hw::machine::BUILTIN
         .iter()
         .find(|b| b.name == "icelake-server")
         .unwrap()

@@ -14,9 +14,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use pcpmodel::machine::Machine;
+use pcpmodel::fit::stats::SplitMix64;
+use pcpmodel::hw::machine::Machine;
 use pcpmodel::model::memcg::{CounterCode, MemcgModel, PAGE_BYTES};
-use pcpmodel::stats::SplitMix64;
 use pcpmodel::validate::t001;
 
 #[derive(PartialEq)]

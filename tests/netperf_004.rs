@@ -2,8 +2,8 @@
 //! curves have the measured shapes, placement moves the costs the right way, and optimal-high runs
 //! everywhere. Every expected value here is the model's own computation; tolerances are stated.
 
-use pcpmodel::advice::optimal_high;
-use pcpmodel::calibrate::{netperf_model, netperf_params, KERNEL_004};
+use pcpmodel::answer::optimal_high::optimal_high;
+use pcpmodel::fit::calibrate::{netperf_model, netperf_params, KERNEL_004};
 use pcpmodel::model::cache::Placement;
 use pcpmodel::validate::{t004, Role};
 use pcpmodel::Machine;
@@ -120,7 +120,7 @@ fn optimal_high_runs_for_every_machine_and_a_detected_host() {
         "tests/fixtures/sysfs/intel-xeon-gold-5222-2s",
         "tests/fixtures/sysfs/amd-ryzen9-5900x",
     ] {
-        let d = pcpmodel::detect::detect(std::path::Path::new(root)).unwrap();
+        let d = pcpmodel::hw::detect::detect(std::path::Path::new(root)).unwrap();
         let (m, _) = d.to_machine().unwrap();
         let o = optimal_high(
             &m,

@@ -6,9 +6,9 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+use pcpmodel::fit::stats::SplitMix64;
 use pcpmodel::model::lock::HoldAtom;
 use pcpmodel::model::perflock::{observe_lock, PerfLockProbe, TRACED_MIN_AHEAD};
-use pcpmodel::stats::SplitMix64;
 
 #[derive(PartialEq)]
 struct Ev(f64, usize);

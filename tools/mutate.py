@@ -133,7 +133,7 @@ LAT = "latency in ns: a load or transfer cannot finish in under 0.1 ns (one cycl
 none takes 100 us (slower than a page fault from an SSD); CXL and 8-socket remote DRAM are < 1 us"
 
 RANGES = {
-    # ---- machine TOML (models/README.md; src/machine.rs) ----
+    # ---- machine TOML (models/README.md; src/hw/machine.rs) ----
     "topology.sockets": Range(1, 1024, True, "sockets: the largest single-image systems have 32; 1024 is generous", probes=[2**31]),
     "topology.cores_per_socket": Range(1, 4096, True, "cores per socket: 288 (Sierra Forest) is the most shipping today", probes=[2**31]),
     "topology.threads_per_core": Range(1, 16, True, "SMT: at most 8 threads per core (POWER8/9)", probes=[1000, 2**31]),
@@ -871,7 +871,7 @@ DETECT_VALUES = {
     "cpuinfo_max_freq": (["-1", "nan", "18446744073709551616", "99999999999999"], ["0", "800000"]),
     "cpuinfo_min_freq": (["-1", "nan", "99999999999999"], ["0", "800000"]),
 }
-# Files detect does not read (src/detect.rs): never "invalid by construction" there.
+# Files detect does not read (src/hw/detect.rs): never "invalid by construction" there.
 DETECT_NOT_READ = {"cpuinfo_min_freq", "possible"}
 # meminfo lines: "MemTotal:  N kB" and "Node n MemTotal:  N kB"
 MEMINFO_INVALID = ["-1", "nan", "18446744073709551616", "4611686018427387904"]

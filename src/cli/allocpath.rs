@@ -7,7 +7,7 @@ use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::highorder::HighOrderModel;
 use pcpmodel::model::memcg::MemcgModel;
 use pcpmodel::model::vmstat::NumaStatModel;
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::validate::{t001, t002};
 use pcpmodel::Machine;
 

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use pcpmodel::assumptions;
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 
 /// Arguments of `pcpmodel assumptions`.
 #[derive(Debug, clap::Args)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use pcpmodel::measure::compare::compare_netperf;
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::Machine;
 
 /// Arguments of `pcpmodel compare`.

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use pcpmodel::data;
-use pcpmodel::report::{Format, Report, Table};
+use pcpmodel::output::report::{Format, Report, Table};
 
 /// Arguments of `pcpmodel data`.
 #[derive(Debug, clap::Args)]

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::detect::detect;
-use pcpmodel::report::{Format, Report, Table};
+use pcpmodel::hw::detect::detect;
+use pcpmodel::output::report::{Format, Report, Table};
 use serde_json::{json, Map, Value};
 
 /// Arguments of `pcpmodel detect`.

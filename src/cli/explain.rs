@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::explain::{explain, Explanation, Shape};
+use pcpmodel::answer::explain::{explain, Explanation, Shape};
 use pcpmodel::kernel::version::KernelVersion;
-use pcpmodel::report::{Format, Report, Table};
+use pcpmodel::output::report::{Format, Report, Table};
 use pcpmodel::Machine;
 
 use super::predict::kernel_arg;
@@ -190,7 +190,7 @@ pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
     let mut curves = Vec::new();
     for name in [&args.args.a, &args.args.b] {
         let m = Machine::resolve(name)?;
-        let o = pcpmodel::advice::optimal_high(
+        let o = pcpmodel::answer::optimal_high::optimal_high(
             &m,
             kernel_arg(&args.args.kernel, KernelVersion::DEFAULT)?,
             pcpmodel::model::cache::Placement::SameLlc,
@@ -201,7 +201,7 @@ pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
             o.curve.iter().map(|c| (c.high_pages, c.relative)).collect(),
         ));
     }
-    let svg = pcpmodel::plot::explain_svg(
+    let svg = pcpmodel::output::plot::explain_svg(
         &format!(
             "{} vs {}: throughput vs pcp->high (kernel {})",
             e.a, e.b, e.kernel

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pcpmodel::fit::{fit, Dataset, Residual};
+use pcpmodel::output::report::Format;
 use pcpmodel::registry;
-use pcpmodel::report::Format;
 use pcpmodel::Machine;
 
 /// The registered models as clap's possible values, so `--help` lists them with what each fits.

@@ -8,7 +8,7 @@ use anyhow::Context;
 use pcpmodel::import::{
     self, ImportedHistogram, LockContentionRow, LockTarget, ParseOptions, TimeUnit,
 };
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 
 /// Text formats `pcpmodel import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

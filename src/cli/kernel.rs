@@ -10,7 +10,7 @@ use pcpmodel::kernel::changes::{self, Change, Direction};
 use pcpmodel::kernel::{
     configure, detect_features, FeatureSet, KernelOptions, KernelVersion, PcpHigh, ThpMode,
 };
-use pcpmodel::report::{Format, Report, Table};
+use pcpmodel::output::report::{Format, Report, Table};
 use pcpmodel::Machine;
 use serde_json::json;
 

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::machine::{Machine, Sharing};
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::hw::machine::{Machine, Sharing};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use serde_json::json;
 
 /// Arguments of `pcpmodel machines`.

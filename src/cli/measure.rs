@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::detect::detect;
+use pcpmodel::hw::detect::detect;
 use pcpmodel::measure::latency::{self, LatencyConfig};
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use serde_json::json;
 
 /// Arguments of `pcpmodel measure`.

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use pcpmodel::detect::detect;
+use pcpmodel::hw::detect::detect;
 use pcpmodel::measure::latency::{host_cpus, pair_classes};
 use pcpmodel::measure::pcp::{self, Workload};
 use pcpmodel::measure::sysctl::{self, SysctlGuard};
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use serde_json::json;
 
 /// Most repeats `measure pcp` runs of every setting.

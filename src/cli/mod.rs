@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use pcpmodel::report::{Format, Report};
+use pcpmodel::output::report::{Format, Report};
 
 mod allocpath;
 mod assumptions;

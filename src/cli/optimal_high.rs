@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::advice::{optimal_high, OptimalHigh};
+use pcpmodel::answer::optimal_high::{optimal_high, OptimalHigh};
 use pcpmodel::kernel::version::KernelVersion;
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::Machine;
 
 use super::predict::{kernel_arg, PlacementArg};
@@ -102,7 +102,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         t.push([
             format!(
                 "ties within {} % (plateau)",
-                100.0 * pcpmodel::advice::PLATEAU_TOLERANCE
+                100.0 * pcpmodel::answer::optimal_high::PLATEAU_TOLERANCE
             ),
             format!("{}-{}", o.plateau_pages[0], o.plateau_pages[1]),
             "pages".to_string(),
@@ -183,11 +183,11 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         _ => String::new(),
     });
     notes.push(match &o.parameters.source {
-        pcpmodel::calibrate::WorkloadSource::Fitted { data } => format!(
+        pcpmodel::fit::calibrate::WorkloadSource::Fitted { data } => format!(
             "workload parameters fitted to {data}; the 95% interval samples their covariance and the machine's latencies by provenance ({} samples): the fitted parameters move the 1% range, the latencies move the optimum",
             o.ci_samples
         ),
-        pcpmodel::calibrate::WorkloadSource::CarriedOver { from } => format!(
+        pcpmodel::fit::calibrate::WorkloadSource::CarriedOver { from } => format!(
             "no measurements for this machine: fixed work carried over as {} cycles/page from {} (geometric mean, log-spread and the machine's latency uncertainty propagated into the interval, {} samples)",
             sig(o.parameters.fixed_cycles, 4),
             from.join(", "),
@@ -239,7 +239,7 @@ pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
         .filter(|p| p.machine == o.machine)
         .map(|p| (p.high_pages as u32, p.score))
         .collect();
-    let svg = pcpmodel::plot::optimal_high_svg(&o, &measured)?;
+    let svg = pcpmodel::output::plot::optimal_high_svg(&o, &measured)?;
     std::fs::write(&args.output, svg)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
     eprintln!("wrote {}", args.output.display());

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::report::Format;
+use pcpmodel::output::report::Format;
 
 /// Arguments of `pcpmodel plot`.
 #[derive(Debug, clap::Args)]

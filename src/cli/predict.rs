@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use pcpmodel::calibrate::{netperf_model, netperf_params};
+use pcpmodel::fit::calibrate::{netperf_model, netperf_params};
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::cache::Placement;
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::Machine;
 
 /// Workloads `predict` knows.
@@ -122,7 +122,7 @@ impl Workload {
     /// against which `not_modelled` lists the kernel changes the model leaves out.
     pub fn reference_kernel(self) -> KernelVersion {
         match self {
-            Workload::NetperfUdp => pcpmodel::calibrate::KERNEL_004,
+            Workload::NetperfUdp => pcpmodel::fit::calibrate::KERNEL_004,
             Workload::MmapFill => pcpmodel::model::zonelock::KERNEL_000,
             // Thread 001 measured 6.0-rc1.
             Workload::MemcgNetperf => KernelVersion::new(6, 0),
@@ -285,8 +285,8 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
     let mut model = netperf_model(&machine, placement, kernel)?;
     model.flow.free_high = args.free_high;
     let wp = netperf_params(&machine)?;
-    let default = pcpmodel::calibrate::default_pcp(&machine, kernel)?;
-    let limit = pcpmodel::advice::sweep_limit(&default);
+    let default = pcpmodel::fit::calibrate::default_pcp(&machine, kernel)?;
+    let limit = pcpmodel::answer::optimal_high::sweep_limit(&default);
     if let Some(h) = args.high {
         if h > limit {
             anyhow::bail!(
@@ -302,10 +302,10 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
     // 95 % interval from the same uncertainty optimal-high samples: the fitted (or carried-over)
     // workload parameters and the machine's latencies by provenance.
     let draws = wp.samples(200, 0x0F7_1A1);
-    let mut rng = pcpmodel::stats::SplitMix64::new(0x1A7E_5EED);
+    let mut rng = pcpmodel::fit::stats::SplitMix64::new(0x1A7E_5EED);
     let mut thr = Vec::with_capacity(draws.len());
     for q in &draws {
-        let pm = pcpmodel::advice::perturb_latencies(&machine, &mut rng);
+        let pm = pcpmodel::answer::optimal_high::perturb_latencies(&machine, &mut rng);
         let mut m = netperf_model(&pm, placement, kernel)?;
         m.flow = model.flow;
         if let Ok(x) = m.estimate(q, high) {
@@ -313,8 +313,8 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
         }
     }
     let ci = [
-        pcpmodel::optimize::percentile(&thr, 2.5).unwrap_or(f64::NAN),
-        pcpmodel::optimize::percentile(&thr, 97.5).unwrap_or(f64::NAN),
+        pcpmodel::fit::optimize::percentile(&thr, 2.5).unwrap_or(f64::NAN),
+        pcpmodel::fit::optimize::percentile(&thr, 97.5).unwrap_or(f64::NAN),
     ];
     let d = &e.dynamics;
     let (rlo, rhi) = d.reuse.range_pages();
@@ -401,11 +401,11 @@ fn netperf(args: &Args, format: Format) -> anyhow::Result<ExitCode> {
         ),
     ];
     notes.push(match &wp.source {
-        pcpmodel::calibrate::WorkloadSource::Fitted { data } => format!(
+        pcpmodel::fit::calibrate::WorkloadSource::Fitted { data } => format!(
             "fixed work {} ns/page fitted to {data}",
             sig(wp.values[1], 4)
         ),
-        pcpmodel::calibrate::WorkloadSource::CarriedOver { from } => format!(
+        pcpmodel::fit::calibrate::WorkloadSource::CarriedOver { from } => format!(
             "no netperf measurements for {}: fixed work carried over as {} cycles/page from {} (geometric mean; spread propagated); no score scale",
             machine.name,
             sig(wp.fixed_cycles, 4),

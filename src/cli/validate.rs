@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::validate::{validate_thread, Role, THREADS};
 
 /// Arguments of `pcpmodel validate`.

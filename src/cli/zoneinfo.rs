@@ -9,7 +9,7 @@ use pcpmodel::kernel::zoneinfo::{
     check_zoneinfo, parse_cpulist, read_zoneinfo, CheckOptions, CheckStatus, CpusPerNode,
 };
 use pcpmodel::kernel::KernelVersion;
-use pcpmodel::report::{Format, Report, Table};
+use pcpmodel::output::report::{Format, Report, Table};
 use serde_json::json;
 
 use super::kernel::ThpArg;

@@ -7,7 +7,7 @@ use clap::ValueEnum;
 use pcpmodel::data::{self, Histogram};
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::zonelock::{workload_000, Prediction, ZoneLockModel};
-use pcpmodel::report::{sig, Format, Report, Table};
+use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::validate::t000::{calibrate, Calibration};
 use pcpmodel::workload::NodeSpan;
 use pcpmodel::Machine;
@@ -464,7 +464,7 @@ pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<Exi
         s.span.as_str(),
         args.scale_max
     );
-    pcpmodel::plot_latency::draw_log2_histograms(
+    pcpmodel::output::plot_latency::draw_log2_histograms(
         &args.output,
         &title,
         &pb.iter().map(|b| (b.0, b.2)).collect::<Vec<_>>(),

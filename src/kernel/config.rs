@@ -21,6 +21,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::hw::machine::Machine;
 use crate::kernel::layout::{zone_layout, ZoneKind, ZoneSpec};
 use crate::kernel::ops::{PcpState, DEFAULT_PCP_BATCH_SCALE_MAX, MAX_PCP_BATCH_SCALE_MAX};
 use crate::kernel::pageset::{
@@ -31,7 +32,6 @@ use crate::kernel::watermarks::{
     decide_min_free_kbytes, setup_per_zone_wmarks, MinFreeDecision, MinFreeRule, ThpMode,
     Watermarks, DEFAULT_WATERMARK_SCALE_FACTOR,
 };
-use crate::machine::Machine;
 
 /// Kernel settings that change the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -37,7 +37,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 
 /// Pages spanned by ZONE_DMA (the first 16 MiB).
 pub const DMA_SPAN_PAGES: u64 = 4096;

@@ -10,10 +10,10 @@
 
 use serde::Serialize;
 
-use crate::calibrate::{netperf_fit_options, netperf_params, WorkloadSource};
 use crate::error::{Error, Result};
+use crate::fit::calibrate::{netperf_fit_options, netperf_params, WorkloadSource};
 use crate::fit::{fit, Dataset};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::registry;
 
 /// Kendall's tau-b of two equally long series (ties in either count as neither concordant nor

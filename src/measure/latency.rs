@@ -31,11 +31,11 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::Spread;
-use crate::detect::parse_cpulist;
 use crate::error::{Error, Result};
-use crate::machine::{Machine, Policy};
-use crate::provenance::Sourced;
-use crate::stats::SplitMix64;
+use crate::fit::stats::SplitMix64;
+use crate::hw::detect::parse_cpulist;
+use crate::hw::machine::{Machine, Policy};
+use crate::hw::provenance::Sourced;
 
 const LINE: usize = 64;
 const HUGE: usize = 2 << 20;

@@ -71,7 +71,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::{Machine, Policy};
+use crate::hw::machine::{Machine, Policy};
 
 /// Bytes in a base page.
 pub const PAGE_BYTES: f64 = 4096.0;

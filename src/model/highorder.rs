@@ -78,10 +78,10 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
+use crate::hw::machine::Machine;
 use crate::kernel::config::{configure, KernelOptions};
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::version::KernelVersion;
-use crate::machine::Machine;
 use crate::model::lock::HoldAtom;
 use crate::model::perflock::{observe_lock, PerfLockProbe};
 

@@ -18,7 +18,7 @@
 //! - Discrete-event check of the analysis: `tests/memcg_smt.rs`.
 
 use crate::error::{Error, Result};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 
 /// Mean core-to-core transfer time, ns, from a random other CPU when `active_cpus` CPUs spread
 /// evenly over the machine's sockets: SMT siblings at `c2c_smt`, same socket at `c2c_same_llc`

@@ -140,7 +140,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::stats::ln_gamma;
+use crate::fit::stats::ln_gamma;
 
 /// Label used as the "file" of [`Error::Invalid`] for inputs built in code.
 const INPUT: &str = "lock queue";

@@ -99,7 +99,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
 
 /// Label for errors about inputs built in code.

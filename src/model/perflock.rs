@@ -61,7 +61,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::lines::mean_transfer_ns;
 use crate::model::lock::{HoldAtom, HoldDist, LockQueue, LockSolution};
 

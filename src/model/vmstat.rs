@@ -50,8 +50,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
+use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
-use crate::machine::Machine;
 use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
 
 const INPUT: &str = "numa-stat model";

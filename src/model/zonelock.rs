@@ -73,11 +73,11 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::hw::machine::Machine;
 use crate::kernel::config::{configure, KernelConfig, KernelOptions};
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::ops::PcpState;
 use crate::kernel::version::KernelVersion;
-use crate::machine::Machine;
 use crate::model::lock::{ClassShare, Dist, HoldAtom, HoldDist, HolderClass, LockQueue, ThinkLaw};
 use crate::workload::{zone_shares, MmapFill, NodeSpan};
 

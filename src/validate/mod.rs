@@ -311,7 +311,7 @@ pub fn sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
 /// Sensitivities to assumed values that live in a machine file, computed by the thread's own
 /// model with the value moved: 001's SMT (threads_per_core 2 -> 1, its spread, with
 /// transfer_scale refitted at batch 32) on the held-out gain, and 002's assumed cross-socket
-/// core-to-core latency (+20 %, the spread [`crate::advice::latency_rel_sd`] gives an
+/// core-to-core latency (+20 %, the spread [`crate::answer::optimal_high::latency_rel_sd`] gives an
 /// `assumed` latency, with the three parameters refitted) on the 88-thread, numa_stat=1 row.
 fn machine_sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
     let find = |case: &str, quantity: &str| {
@@ -338,7 +338,7 @@ fn machine_sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
         }
         "002" => {
             if let Some(r) = find("threads=88 numa_stat=1", "cycles_per_page") {
-                let mut m = crate::machine::Machine::builtin("broadwell-2s")?;
+                let mut m = crate::hw::machine::Machine::builtin("broadwell-2s")?;
                 let spread = 0.20;
                 if let Some(x) = m.latency_ns.c2c_cross_socket.as_mut() {
                     x.value *= 1.0 + spread;

@@ -17,7 +17,7 @@
 use crate::data::{self, Histogram000};
 use crate::error::{Error, Result};
 use crate::fit::{fit, Dataset, FitOptions, FitReport};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::zonelock::{
     default_params, workload_000, Prediction, ZoneLockFit, ZoneLockParams, Q_AVG_NS, Q_CALLS_PER_S,
 };

@@ -18,7 +18,7 @@
 use crate::data;
 use crate::error::{Error, Result};
 use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::memcg::{CounterCode, MemcgModel, PAGE_BYTES, PARAM_NAMES};
 use crate::validate::{Role, TableValidation, ValidationRow};
 

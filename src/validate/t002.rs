@@ -8,7 +8,7 @@
 use crate::data;
 use crate::error::Result;
 use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::vmstat::{NumaStatModel, KERNEL_002};
 use crate::validate::{Role, TableValidation, ValidationRow};
 

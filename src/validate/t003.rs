@@ -14,7 +14,7 @@
 use crate::data;
 use crate::error::{Error, Result};
 use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::model::highorder::{
     node_transfer_ns, HighOrderModel, ALLOC_LINES, FREE_LINES, KERNEL_003, PARAM_NAMES,
 };

@@ -5,11 +5,11 @@
 //! subject line (f26b3fa046, −18.0 %) predicted as bypass vs the kernel's default pcp->high on the
 //! machine file, which no fit sees.
 
-use crate::calibrate::{default_pcp, fit_netperf_004, KERNEL_004};
 use crate::data;
 use crate::error::Result;
+use crate::fit::calibrate::{default_pcp, fit_netperf_004, KERNEL_004};
 use crate::fit::{fit, FitModel};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 use crate::validate::{Role, TableValidation, ValidationRow};
 
 /// Validates thread 004.
@@ -78,8 +78,8 @@ pub fn validate() -> Result<TableValidation> {
         // a pure consumer, whose free_factor saturates (drains of high - batch).
         let mut alt = model.clone();
         alt.flow.consumer_allocs_per_free = 0.0;
-        let ds = crate::calibrate::netperf_dataset_004(&alt, name)?;
-        let mut opts = crate::calibrate::netperf_fit_options(&alt);
+        let ds = crate::fit::calibrate::netperf_dataset_004(&alt, name)?;
+        let mut opts = crate::fit::calibrate::netperf_fit_options(&alt);
         opts.loo = false;
         if let Ok(r) = fit(&alt as &dyn FitModel, &ds, &opts) {
             notes.push(format!(

@@ -31,7 +31,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::Machine;
+use crate::hw::machine::Machine;
 
 /// Bytes in a base page.
 pub const PAGE_BYTES: u64 = 4096;

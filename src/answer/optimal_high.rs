@@ -23,14 +23,16 @@
 
 use serde::Serialize;
 
-use crate::calibrate::{default_pcp, netperf_model, netperf_params, DefaultPcp, WorkloadParams};
 use crate::error::{Error, Result};
+use crate::fit::calibrate::{
+    default_pcp, netperf_model, netperf_params, DefaultPcp, WorkloadParams,
+};
+use crate::fit::optimize::{fast_argmax, percentile, sweep_argmax, Argmax};
+use crate::hw::machine::Machine;
 use crate::kernel::pageset::{zone_highsize, MIN_PERCPU_PAGELIST_FRACTION};
 use crate::kernel::version::KernelVersion;
-use crate::machine::Machine;
 use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
-use crate::optimize::{fast_argmax, percentile, sweep_argmax, Argmax};
 
 /// The sysctl advice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -142,7 +144,7 @@ pub const PLATEAU_SPAN: f64 = 1.5;
 /// Relative standard deviation given to a latency by its provenance kind (see the module docs):
 /// `measured`, `spec`, `detected` 5 %; `derived` 10 %; `seed` (a thread's approximate statement)
 /// 15 %; `assumed` (or anything else) 20 %.
-pub fn latency_rel_sd(source: &crate::provenance::Sourced<f64>) -> f64 {
+pub fn latency_rel_sd(source: &crate::hw::provenance::Sourced<f64>) -> f64 {
     match source.kind() {
         Some("measured") | Some("spec") | Some("detected") => 0.05,
         Some("derived") => 0.10,
@@ -153,9 +155,9 @@ pub fn latency_rel_sd(source: &crate::provenance::Sourced<f64>) -> f64 {
 
 /// A copy of `machine` with every latency multiplied by a log-normal factor of its provenance's
 /// spread, drawn from `rng`.
-pub fn perturb_latencies(machine: &Machine, rng: &mut crate::stats::SplitMix64) -> Machine {
+pub fn perturb_latencies(machine: &Machine, rng: &mut crate::fit::stats::SplitMix64) -> Machine {
     let mut m = machine.clone();
-    let mut f = |s: &mut crate::provenance::Sourced<f64>| {
+    let mut f = |s: &mut crate::hw::provenance::Sourced<f64>| {
         let sd = latency_rel_sd(s);
         s.value *= (sd * rng.normal()).exp();
     };
@@ -352,7 +354,7 @@ pub fn optimal_high(
     })?;
     // Interval of the argmax: workload parameters and latencies sampled together.
     let draws = wp.samples(samples, 0x0F7_1A1);
-    let mut rng = crate::stats::SplitMix64::new(0x1A7E_5EED);
+    let mut rng = crate::fit::stats::SplitMix64::new(0x1A7E_5EED);
     let mut models = Vec::with_capacity(draws.len());
     for _ in 0..draws.len() {
         let pm = perturb_latencies(machine, &mut rng);
@@ -419,8 +421,8 @@ pub fn optimal_high(
         } else {
             format!(
                 "in steps of 1 up to {}, then in steps of 1/{} of the value with the optimum and the 1 % range refined to one page",
-                crate::optimize::EXHAUSTIVE_MAX / 2,
-                crate::optimize::GEOMETRIC_STEPS
+                crate::fit::optimize::EXHAUSTIVE_MAX / 2,
+                crate::fit::optimize::GEOMETRIC_STEPS
             )
         },
         a.evaluated,
@@ -432,7 +434,7 @@ pub fn optimal_high(
         );
     }
     notes.extend(ci_notes);
-    let page_mib = crate::machine::PAGE_BYTES as f64 / (1024.0 * 1024.0);
+    let page_mib = crate::hw::machine::PAGE_BYTES as f64 / (1024.0 * 1024.0);
     let memory_per_cpu_mib = f64::from(a.best_x) * page_mib;
     let memory_all_cpus_mib = memory_per_cpu_mib * f64::from(machine.cpus());
     let sweep_edge = if a.best_x == 0 {

@@ -29,10 +29,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::{
+use crate::hw::machine::{
     CacheLevel, Clock, Cpu, Latencies, Machine, Memory, Policy, Sharing, Topology, PAGE_BYTES,
 };
-use crate::provenance::Sourced;
+use crate::hw::provenance::Sourced;
 
 /// How a detected field was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -57,7 +57,7 @@
 //!   internal covariance, without dividing by `dp/du` when it vanishes near a bound. The inverse
 //!   uses the SVD of the column-scaled `J`; if its condition number exceeds 1e8 the parameters
 //!   are reported as not identifiable and no intervals are given.
-//! - Intervals: `p_j +/- t_{0.975}(dof) * sqrt(Cov_jj)` ([`crate::stats::student_t_quantile`]),
+//! - Intervals: `p_j +/- t_{0.975}(dof) * sqrt(Cov_jj)` ([`crate::fit::stats::student_t_quantile`]),
 //!   clipped to the bounds (`ci_clipped`). Correlation `Cov_ij / sqrt(Cov_ii Cov_jj)`.
 //! - A parameter is `at_bound` when the one-coordinate Newton step `p_j - g_j / H_jj`
 //!   (`g = J^T r`, `H = J^T J`, physical) lands on or beyond a bound: the data push it past the
@@ -96,6 +96,10 @@
 //! D. M. Allen, "The relationship between variable selection and data augmentation and a method
 //! for prediction" (PRESS), Technometrics 16, 1974.
 
+pub mod calibrate;
+pub mod optimize;
+pub mod stats;
+
 use std::cell::{Cell, RefCell};
 use std::path::Path;
 
@@ -104,8 +108,8 @@ use nalgebra::{storage::Owned, DMatrix, DVector, Dyn};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::report::{sig, Report, Table};
-use crate::stats::{normal_quantile, student_t_quantile, SplitMix64};
+use crate::fit::stats::{normal_quantile, student_t_quantile, SplitMix64};
+use crate::output::report::{sig, Report, Table};
 
 /// A model parameter: name, unit, default (start) value, bounds and provenance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,7 +125,7 @@ pub struct ParamSpec {
     pub lower: f64,
     /// Upper bound (`f64::INFINITY` for none). Serialised as `null` when infinite.
     pub upper: f64,
-    /// Where the default comes from: `"<kind>: <details>"` (see [`crate::provenance`]).
+    /// Where the default comes from: `"<kind>: <details>"` (see [`crate::hw::provenance`]).
     pub provenance: String,
     /// One line for people.
     pub description: String,

@@ -6,7 +6,7 @@
 
 use plotters::prelude::*;
 
-use crate::advice::OptimalHigh;
+use crate::answer::optimal_high::OptimalHigh;
 use crate::error::{Error, Result};
 
 fn plot_err<E: std::fmt::Display>(e: E) -> Error {

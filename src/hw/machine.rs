@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bounds;
 use crate::error::{Error, Result};
-use crate::provenance::{Sourced, SOURCE_KINDS};
+use crate::hw::provenance::{Sourced, SOURCE_KINDS};
 
 /// One machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,7 +193,7 @@ macro_rules! builtin {
     ($($name:literal),* $(,)?) => {
         &[$(BuiltinMachine {
             name: $name,
-            toml: include_str!(concat!("../models/", $name, ".toml")),
+            toml: include_str!(concat!("../../models/", $name, ".toml")),
         }),*]
     };
 }
@@ -515,7 +515,7 @@ impl Machine {
     ///   `llc_domains_per_socket > 1`;
     /// - a clock that is not positive and finite, a max clock below base;
     /// - a source string not of the form `"<kind>: <details>"` with a kind from
-    ///   [`crate::provenance::SOURCE_KINDS`].
+    ///   [`crate::hw::provenance::SOURCE_KINDS`].
     pub fn validate(&self, label: &str) -> Result<()> {
         let bad = |field: &str, msg: String| Err(Error::invalid(label, field, msg));
 

@@ -22,8 +22,8 @@ use serde::Serialize;
 use crate::data;
 use crate::error::{Error, Result};
 use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
+use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
-use crate::machine::Machine;
 use crate::model::cache::{Hierarchy, Placement};
 use crate::model::netperf::{NetperfModel, NetperfParams, DEFAULT_FIXED, PARAM_NAMES};
 use crate::model::pcp::Flow;
@@ -155,7 +155,7 @@ impl WorkloadParams {
             .filter_map(|u| PARAM_NAMES.iter().position(|p| p == u))
             .collect();
         let mean: Vec<f64> = idx.iter().map(|&i| self.values[i]).collect();
-        crate::optimize::sample_normal(&mean, &self.covariance_matrix(), n, seed)
+        crate::fit::optimize::sample_normal(&mean, &self.covariance_matrix(), n, seed)
             .into_iter()
             .map(|s| {
                 let mut v = self.values.clone();

@@ -9,7 +9,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-pub use crate::stats::SplitMix64;
+pub use crate::fit::stats::SplitMix64;
 use serde::Serialize;
 
 /// Longest range [`sweep_argmax`] sweeps in steps of 1. Longer ranges (a pcp->high sweep on a

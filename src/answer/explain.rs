@@ -15,13 +15,13 @@
 
 use serde::Serialize;
 
-use crate::calibrate::{default_pcp, netperf_model, netperf_params};
 use crate::error::Result;
+use crate::fit::calibrate::{default_pcp, netperf_model, netperf_params};
+use crate::fit::optimize::fast_argmax;
+use crate::hw::machine::{Machine, Policy};
 use crate::kernel::version::KernelVersion;
-use crate::machine::{Machine, Policy};
 use crate::model::cache::Placement;
 use crate::model::netperf::{NetperfEstimate, NetperfModel};
-use crate::optimize::fast_argmax;
 
 /// The three shape numbers of a curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
