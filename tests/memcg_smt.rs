@@ -134,7 +134,7 @@ fn simulate(
         }
     }
     let pages_per_ns = episodes as f64 / rho / (n as f64 * t_end_ns);
-    pages_per_ns * PAGE_BYTES * 8.0 * 1e3
+    pages_per_ns * PAGE_BYTES as f64 * 8.0 * 1e3
 }
 
 const T_END_NS: f64 = 4e7;

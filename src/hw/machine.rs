@@ -210,8 +210,8 @@ pub const BUILTIN: &[BuiltinMachine] = builtin![
     "kunpeng-920",
 ];
 
-/// Size of a base page (4 KiB), bytes. Every kernel formula in this crate counts 4 KiB pages.
-pub const PAGE_BYTES: u64 = 4096;
+/// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
+pub use crate::kernel::layout::PAGE_BYTES;
 
 impl Sharing {
     /// The snake_case name used in machine files.

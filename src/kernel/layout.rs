@@ -47,8 +47,9 @@ pub const DMA_PRESENT_PAGES: u64 = 3998;
 pub const DMA_MANAGED_PAGES: u64 = 3840;
 /// Pages per MiB with 4 KiB pages.
 pub const PAGES_PER_MIB: u64 = 256;
-/// Page size, bytes.
-pub const PAGE_SIZE_BYTES: u64 = 4096;
+/// Size of a base page (4 KiB), bytes: the one definition in the crate (every kernel formula
+/// here counts 4 KiB pages; x86-64 and the arm64 machines of the threads use 4 KiB pages).
+pub const PAGE_BYTES: u64 = 4096;
 
 /// A zone type, in the kernel's `enum zone_type` order (x86-64 configuration, plus HighMem for
 /// files from 32-bit machines).
@@ -190,7 +191,7 @@ pub fn zone_layout(machine: &Machine) -> Result<ZoneLayout> {
     let online_cpus =
         u32::try_from(cpus).map_err(|_| Error::invalid(&label, "topology", "too many CPUs"))?;
     let struct_page = mem.struct_page_bytes.value;
-    if struct_page == 0 || struct_page > PAGE_SIZE_BYTES {
+    if struct_page == 0 || struct_page > PAGE_BYTES {
         return Err(Error::invalid(
             &label,
             "memory.struct_page_bytes",
@@ -234,7 +235,7 @@ pub fn zone_layout(machine: &Machine) -> Result<ZoneLayout> {
         let memmap_pages = node_pages
             .checked_mul(struct_page)
             .ok_or_else(|| Error::invalid(&label, &field, "too large"))?
-            / PAGE_SIZE_BYTES;
+            / PAGE_BYTES;
         let node = n as u32;
         let (normal_present, normal_cost) = if n == 0 {
             zones.push(ZoneSpec {

@@ -73,8 +73,8 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hw::machine::{Machine, Policy};
 
-/// Bytes in a base page.
-pub const PAGE_BYTES: f64 = 4096.0;
+/// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
+pub use crate::kernel::layout::PAGE_BYTES;
 
 /// Where producer and consumer run relative to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -148,7 +148,7 @@ impl Hierarchy {
         }
         let t = &machine.topology;
         let lat = &machine.latency_ns;
-        let page_kib = PAGE_BYTES / 1024.0;
+        let page_kib = PAGE_BYTES as f64 / 1024.0;
         let l2_pages = l2.size_kib.value as f64 / page_kib;
         let llc_pages = llc.size_kib.value as f64 / page_kib;
         let policy = llc.policy.value;
@@ -220,7 +220,7 @@ impl Hierarchy {
 
     /// Lines in a 4 KiB page.
     pub fn lines_per_page(&self) -> f64 {
-        PAGE_BYTES / self.line_bytes
+        PAGE_BYTES as f64 / self.line_bytes
     }
 }
 

@@ -105,8 +105,8 @@ use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared
 /// Label for errors about inputs built in code.
 const INPUT: &str = "memcg model";
 
-/// Bytes in one payload page.
-pub const PAGE_BYTES: f64 = 4096.0;
+/// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
+pub use crate::kernel::layout::PAGE_BYTES;
 
 /// `PAGE_SIZE` as an integer, bytes.
 const PAGE: i64 = 4096;
@@ -376,7 +376,7 @@ impl SendfileFlow {
         Ok(CpuOps {
             sender,
             receiver,
-            payload_pages: f64::from(skbs) * payload as f64 / PAGE_BYTES,
+            payload_pages: f64::from(skbs) * payload as f64 / PAGE_BYTES as f64,
         })
     }
 }
@@ -892,7 +892,7 @@ impl MemcgModel {
     /// [`PARAM_NAMES`] order.
     pub fn root_throughput_mbps(&self, params: &[f64]) -> Result<f64> {
         let t0 = check_params(params)?[0];
-        Ok(1e9 / t0 * PAGE_BYTES * 8.0 / 1e6)
+        Ok(1e9 / t0 * PAGE_BYTES as f64 * 8.0 / 1e6)
     }
 
     /// Steady-state stock counts of the sender and receiver CPU at `batch_pages`, with
@@ -1049,7 +1049,7 @@ impl MemcgModel {
         Ok(MemcgEstimate {
             batch_pages,
             levels: self.cgroup_depth + 1,
-            throughput_mbps: 1e9 / cycle * PAGE_BYTES * 8.0 / 1e6,
+            throughput_mbps: 1e9 / cycle * PAGE_BYTES as f64 * 8.0 / 1e6,
             ns_per_page: cycle,
             fixed_ns_per_page: t0,
             counter_service_ns_per_page: total_d,
@@ -1164,7 +1164,7 @@ mod tests {
             assert!(e.throughput_mbps >= last);
             last = e.throughput_mbps;
         }
-        let limit = 1e9 / 1000.0 * PAGE_BYTES * 8.0 / 1e6;
+        let limit = 1e9 / 1000.0 * PAGE_BYTES as f64 * 8.0 / 1e6;
         assert!(last < limit && last > 0.9 * limit);
     }
 }

@@ -81,7 +81,7 @@ pub fn fixed_ns_from_root() -> Result<f64> {
         .into_iter()
         .find(|r| r.code.is_none())
         .ok_or_else(|| Error::Unsupported("thread 001: no root-memcg run".into()))?;
-    Ok(PAGE_BYTES * 8.0 * 1e3 / root.throughput_mbps)
+    Ok(PAGE_BYTES as f64 * 8.0 * 1e3 / root.throughput_mbps)
 }
 
 /// Fits `free` parameters to thread 001's rows whose batch is in `batches`; the others are held

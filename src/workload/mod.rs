@@ -33,8 +33,8 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
 
-/// Bytes in a base page.
-pub const PAGE_BYTES: u64 = 4096;
+/// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
+pub use crate::kernel::layout::PAGE_BYTES;
 
 /// NUMA nodes the workload's processes may run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
