@@ -342,6 +342,37 @@ pub const PCP_BATCH_SCALE_MAX: Range = Range::int(
 
 // ----- work ---------------------------------------------------------------------------------------
 
+/// The largest buddy order of any modelled kernel: MAX_ORDER - 1 = 10 before 6.4, MAX_PAGE_ORDER =
+/// 10 after (include/linux/mmzone.h, x86-64 and arm64 with 4 KiB pages).
+pub const MAX_ORDER_ANY: u8 = 10;
+
+/// An allocation order (`--order`, a workload's `op.order`).
+pub const ORDER: Range = Range::int(
+    "an allocation order",
+    0.0,
+    10.0,
+    "",
+    "the buddy allocator's orders run 0..=MAX_PAGE_ORDER = 10 with 4 KiB pages",
+);
+
+/// pcp->batch set by hand (`--batch` on workloads that take it), pages.
+pub const PCP_BATCH_PAGES: Range = Range::int(
+    "pcp->batch",
+    1.0,
+    65536.0,
+    "pages",
+    "zone_batchsize() caps batch at rounddown_pow_of_two(1 MiB / PAGE_SIZE) - 1 = 255 by itself; a hand-set batch beyond 65536 pages (256 MiB) could not fit a per-CPU list",
+);
+
+/// The free_high trigger threshold set by hand (`--free-high-threshold`), pages.
+pub const FREE_HIGH_THRESHOLD: Range = Range::int(
+    "free_high threshold",
+    0.0,
+    1048576.0,
+    "pages",
+    "free_count is compared against batch (6.7) or batch + high_min / 2 (6.15 on); more than 4 GiB of pages could not accumulate on one list",
+);
+
 /// Starts of the fit's multi-start.
 pub const FIT_STARTS: Range = Range::int(
     "--starts",

@@ -1,0 +1,275 @@
+//! The evaluator behind a workload: a [`Kind`] takes a workload, a machine and kernel knobs and
+//! combines the mechanisms of `src/model/` into a [`Predicted`] result. Kinds know nothing of
+//! the command line; every command that predicts dispatches through
+//! [`super::registry::Registry`].
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::fit::FitModel;
+use crate::hw::machine::Machine;
+use crate::kernel::version::KernelVersion;
+use crate::output::report::Report;
+
+use super::spec::WorkloadSpec;
+
+/// A mechanism a kind combines (shown by `pcpmodel workloads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// PCP refill / drain / batch scaling / auto-tuning (the kernel's own state machine).
+    PcpDynamics,
+    /// Cache reuse of freed pages by the next allocation (reuse distance vs L2/LLC).
+    CacheReuse,
+    /// zone->lock as a finite-source queue.
+    ZoneLock,
+    /// memcg charge batching (page_counter lines).
+    MemcgCharge,
+    /// Per-CPU NUMA / vmstat counters and their folds.
+    NumaCounters,
+    /// High-order pages on PCP lists.
+    HighOrderPcp,
+}
+
+impl Mechanism {
+    /// The name shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mechanism::PcpDynamics => "pcp-dynamics",
+            Mechanism::CacheReuse => "cache-reuse",
+            Mechanism::ZoneLock => "zone-lock",
+            Mechanism::MemcgCharge => "memcg-charge",
+            Mechanism::NumaCounters => "numa-counters",
+            Mechanism::HighOrderPcp => "high-order-pcp",
+        }
+    }
+}
+
+/// The kernel's knobs and the workload's own counts as the user sets them; `None` means the
+/// workload's value or the kernel's default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Knobs {
+    /// Kernel version (default [`KernelVersion::DEFAULT`]).
+    pub kernel: Option<KernelVersion>,
+    /// pcp->batch, pages (set by hand).
+    pub batch: Option<u32>,
+    /// pcp->high, pages (fixed: no auto-tuning).
+    pub high: Option<u32>,
+    /// The free_high trigger threshold, pages of free_count.
+    pub free_high_threshold: Option<u32>,
+    /// Whether free_high is modelled (a CPU freeing without allocating drains its list).
+    pub free_high: Option<bool>,
+    /// Allocation order.
+    pub order: Option<u8>,
+    /// Tasks (or sender/receiver pairs).
+    pub tasks: Option<u32>,
+    /// NUMA nodes: "one" or "all".
+    pub nodes: Option<String>,
+    /// CONFIG_PCP_BATCH_SCALE_MAX (only where the kernel has it).
+    pub scale_max: Option<u8>,
+    /// Producer/consumer placement override.
+    pub placement: Option<super::spec::PlacementSpec>,
+    /// Kind-specific knobs by name (e.g. `memcg_charge_batch`, `cgroup_depth`, `numa_stat`,
+    /// `high_order_pcp`), as numbers.
+    pub extra: Vec<(String, f64)>,
+}
+
+impl Knobs {
+    /// The kernel to predict for.
+    pub fn kernel_or_default(&self) -> KernelVersion {
+        self.kernel.unwrap_or(KernelVersion::DEFAULT)
+    }
+
+    /// A kind-specific knob.
+    pub fn extra(&self, name: &str) -> Option<f64> {
+        self.extra
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
+    }
+
+    /// Sets a kind-specific knob.
+    pub fn with_extra(mut self, name: &str, v: f64) -> Self {
+        self.extra.push((name.to_string(), v));
+        self
+    }
+
+    /// Checks the knobs against the kernel: `--scale-max` only where the kernel has
+    /// CONFIG_PCP_BATCH_SCALE_MAX (6.7 on; 6.6 with the backport).
+    pub fn check(&self) -> Result<()> {
+        let k = self.kernel_or_default();
+        if self.scale_max.is_some()
+            && !(k.has_pcp_batch_scale_max() || k.may_have_scale_max_backport())
+        {
+            return Err(Error::Unsupported(format!(
+                "--scale-max: kernel {k} has no CONFIG_PCP_BATCH_SCALE_MAX (added in 6.7; batch \
+                 scaling is fixed or absent before)"
+            )));
+        }
+        if let Some(o) = self.order {
+            crate::bounds::ORDER
+                .check_flag("--order", f64::from(o))
+                .map_err(Error::Unsupported)?;
+        }
+        if let Some(b) = self.batch {
+            crate::bounds::PCP_BATCH_PAGES
+                .check_flag("--batch", f64::from(b))
+                .map_err(Error::Unsupported)?;
+        }
+        if let Some(h) = self.high {
+            crate::bounds::PCP_HIGH_PAGES
+                .check_flag("--high", f64::from(h))
+                .map_err(Error::Unsupported)?;
+        }
+        if let Some(t) = self.free_high_threshold {
+            crate::bounds::FREE_HIGH_THRESHOLD
+                .check_flag("--free-high-threshold", f64::from(t))
+                .map_err(Error::Unsupported)?;
+        }
+        if let Some(t) = self.tasks {
+            crate::bounds::TASKS
+                .check_flag("--tasks", f64::from(t))
+                .map_err(Error::Unsupported)?;
+        }
+        Ok(())
+    }
+}
+
+/// Mean, median and 99th percentile of a time, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Stat {
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Median, ns (NaN when the model gives only a mean).
+    pub p50_ns: f64,
+    /// 99th percentile, ns (NaN when the model gives only a mean).
+    pub p99_ns: f64,
+}
+
+/// zone->lock as one side (allocation refills or free drains) sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct LockSide {
+    /// Acquisitions per second on this zone.
+    pub acquisitions_per_s: f64,
+    /// Pages moved per acquisition (a batch).
+    pub pages_per_acquisition: f64,
+    /// Wait for the lock per acquisition.
+    pub wait: Stat,
+    /// Hold per acquisition.
+    pub hold: Stat,
+    /// Mean wait per page moved, ns (wait / pages per acquisition).
+    pub wait_ns_per_page: f64,
+}
+
+/// One zone's lock and lists.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ZoneOutput {
+    /// NUMA node of the zone.
+    pub node: u32,
+    /// Zone name (Normal).
+    pub zone: String,
+    /// Tasks allocating from it.
+    pub tasks: u32,
+    /// The allocation side (rmqueue_bulk refills, or direct buddy allocations).
+    pub alloc: LockSide,
+    /// The free side (free_pcppages_bulk drains, or direct buddy frees).
+    pub free: LockSide,
+    /// Fraction of time the lock is held.
+    pub utilisation: f64,
+    /// Fraction of the tasks' cycles spent waiting for or holding the lock.
+    pub lock_cycle_share: f64,
+    /// Pages per second allocated from the zone bypassing the PCP lists.
+    pub alloc_bypass_pages_per_s: f64,
+    /// free_high drains per second.
+    pub free_high_drains_per_s: f64,
+    /// Pages held on the PCP lists of the zone's tasks' CPUs (mean).
+    pub pcp_pages_held: f64,
+}
+
+/// What a kind predicts, for every command: headline numbers with units, per-zone lock outputs
+/// where the kind models zone->lock, and the full report (tables and notes) for people.
+#[derive(Debug, Clone, Serialize)]
+pub struct Predicted {
+    /// What one operation is.
+    pub op: String,
+    /// Time per operation of one task, ns.
+    pub ns_per_op: f64,
+    /// Operations per second of one task.
+    pub throughput_per_task: f64,
+    /// Operations per second of all tasks.
+    pub throughput_total: f64,
+    /// Tasks.
+    pub tasks: u32,
+    /// Per zone (empty when the kind has no zone->lock mechanism).
+    pub zones: Vec<ZoneOutput>,
+    /// Other named outputs, each with its unit in the name (e.g. `score`, `cycles_per_page`,
+    /// `throughput_mbps`): what `fit` and `validate` can compare with a CSV column.
+    pub outputs: Vec<(String, f64)>,
+    /// The report for people (and the JSON details).
+    #[serde(skip)]
+    pub report: Report,
+}
+
+impl Predicted {
+    /// A named output: `ns_per_op`, `throughput_per_task`, `throughput_total`, or one of
+    /// [`Predicted::outputs`].
+    pub fn output(&self, name: &str) -> Option<f64> {
+        match name {
+            "ns_per_op" => Some(self.ns_per_op),
+            "throughput_per_task" => Some(self.throughput_per_task),
+            "throughput_total" => Some(self.throughput_total),
+            _ => self
+                .outputs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| *v),
+        }
+    }
+
+    /// Names of every output [`Predicted::output`] answers.
+    pub fn output_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = ["ns_per_op", "throughput_per_task", "throughput_total"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(self.outputs.iter().map(|(k, _)| k.clone()));
+        v
+    }
+}
+
+/// An evaluator: combines mechanisms for the workloads that name it.
+pub trait Kind: Send + Sync {
+    /// Name used in workload files (`kind = "..."`).
+    fn name(&self) -> &'static str;
+    /// One line for people.
+    fn description(&self) -> &'static str;
+    /// The mechanisms it combines.
+    fn mechanisms(&self) -> &'static [Mechanism];
+    /// Knobs it reads (flag names without `--`).
+    fn knobs(&self) -> &'static [&'static str];
+    /// Checks a workload's kind-specific inputs (its `params`).
+    fn check(&self, _w: &WorkloadSpec) -> Result<()> {
+        Ok(())
+    }
+    /// Predicts the workload on a machine with the knobs.
+    fn predict(&self, w: &WorkloadSpec, m: &Machine, k: &Knobs) -> Result<Predicted>;
+    /// Whether freed pages are reused by later allocations through a cache (then `optimal-high`
+    /// applies).
+    fn has_reuse_path(&self) -> bool {
+        self.mechanisms().contains(&Mechanism::CacheReuse)
+    }
+    /// Whether the kind models zone->lock (then `latency` applies).
+    fn has_zone_lock(&self) -> bool {
+        self.mechanisms().contains(&Mechanism::ZoneLock)
+    }
+    /// The kind's own fit model for its thread's measurement CSV, if it has one (`fit`
+    /// otherwise uses the generic workload fit over knob columns).
+    fn native_fit(&self, _w: &WorkloadSpec, _m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
+        Ok(None)
+    }
+    /// The valid range of each column of the native fit's CSV.
+    fn native_columns(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[]
+    }
+}

@@ -1,0 +1,401 @@
+//! A workload as data: what each participating CPU does per operation, in physical units, with
+//! the provenance of every number. The TOML schema of `models/workloads/*.toml` is this file's
+//! [`WorkloadSpec`] exactly (`deny_unknown_fields`); `pcpmodel workload show NAME --format json`
+//! prints one.
+//!
+//! A spec names its `kind`: the Rust evaluator ([`super::kind::Kind`]) that combines the
+//! mechanisms (PCP dynamics, cache reuse, zone->lock, counter lines) for it. A new workload that
+//! combines existing mechanisms is one TOML file; one that needs a new mechanism is one Rust file
+//! implementing [`super::kind::Kind`] and one line in [`super::registry`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::hw::provenance::Sourced;
+use crate::kernel::version::KernelVersion;
+
+/// Who frees the pages a CPU allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FreedBy {
+    /// The allocating CPU itself (an mmap/munmap loop, a bulk allocation loop).
+    Same,
+    /// A partner CPU at [`OpSpec::placement`] (a network sender and receiver).
+    Partner,
+    /// A CPU on another NUMA node.
+    RemoteNode,
+    /// Nobody during the measured interval (the pages are freed after it).
+    Later,
+}
+
+/// Where the partner that frees (or consumes) runs, relative to the allocating CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementSpec {
+    /// SMT siblings of one core.
+    Smt,
+    /// Two cores of one LLC domain.
+    SameLlc,
+    /// Two LLC domains of one socket.
+    CrossLlc,
+    /// Two sockets.
+    CrossSocket,
+}
+
+impl From<PlacementSpec> for crate::model::cache::Placement {
+    fn from(p: PlacementSpec) -> Self {
+        use crate::model::cache::Placement;
+        match p {
+            PlacementSpec::Smt => Placement::Smt,
+            PlacementSpec::SameLlc => Placement::SameLlc,
+            PlacementSpec::CrossLlc => Placement::CrossLlc,
+            PlacementSpec::CrossSocket => Placement::CrossSocket,
+        }
+    }
+}
+
+/// How a number in a workload file was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// Stated by the benchmark's source or a paper (a given input).
+    #[default]
+    Given,
+    /// Fitted to a measurement (the source names the data); `fit` may refit it.
+    Fitted,
+    /// Measured directly (on a host, by a tool).
+    Measured,
+    /// Derived from other values or from machine facts (the source says how).
+    Derived,
+}
+
+/// A number with its unit (in the field name), provenance and basis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quantity {
+    /// The value.
+    pub value: f64,
+    /// Where it comes from: `"<kind>: <details>"` as in machine files.
+    pub source: String,
+    /// How it was obtained (default `given`).
+    #[serde(default)]
+    pub basis: Basis,
+}
+
+impl Quantity {
+    /// A given quantity.
+    pub fn given(value: f64, source: impl Into<String>) -> Self {
+        Quantity {
+            value,
+            source: source.into(),
+            basis: Basis::Given,
+        }
+    }
+}
+
+/// Work outside the allocator per operation: in ns, or in cycles at the machine's base clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Work {
+    /// Nanoseconds per operation (exclusive with `cycles`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ns: Option<Quantity>,
+    /// Cycles per operation at the machine's `clock.base_ghz` (exclusive with `ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<Quantity>,
+}
+
+impl Work {
+    /// Nanoseconds per operation on a machine clocked at `ghz`.
+    pub fn ns_at(&self, ghz: f64) -> f64 {
+        match (&self.ns, &self.cycles) {
+            (Some(n), _) => n.value,
+            (None, Some(c)) => c.value / ghz,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// The quantity that sets it.
+    pub fn quantity(&self) -> Option<&Quantity> {
+        self.ns.as_ref().or(self.cycles.as_ref())
+    }
+}
+
+/// What one task does per operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpSpec {
+    /// What one operation is, in words (e.g. "one 4 KiB page faulted, written and unmapped").
+    pub what: String,
+    /// Allocation order (0 = 4 KiB, 3 = 32 KiB, 9 = 2 MiB).
+    pub order: Sourced<u8>,
+    /// Pages of that order allocated per operation.
+    pub alloc_pages: Quantity,
+    /// Pages of that order freed per operation (by [`OpSpec::freed_by`]).
+    pub free_pages: Quantity,
+    /// Who frees them.
+    pub freed_by: Sourced<FreedBy>,
+    /// Where the partner runs (when `freed_by = "partner"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Sourced<PlacementSpec>>,
+    /// Bytes of each page written or read by the workload (0 for an in-kernel loop that never
+    /// touches the memory, 4096 for a fill).
+    pub touch_bytes_per_page: Quantity,
+    /// Work outside the page allocator per operation.
+    pub work: Work,
+    /// Idle time per operation (a think time), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ns: Option<Quantity>,
+    /// Pages per allocation phase when allocations and frees alternate in phases (mmap then
+    /// munmap); absent when they interleave page by page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_pages: Option<Quantity>,
+}
+
+/// How the workload's tasks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskMode {
+    /// Separate processes (separate mm).
+    Process,
+    /// Threads of one process (one mm: page-table and mmap_lock sharing).
+    Thread,
+    /// Kernel threads (an in-kernel benchmark module).
+    Kernel,
+}
+
+/// Tasks and their placement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSpec {
+    /// Number of tasks (each on its own CPU), or of sender/receiver pairs for a partner
+    /// workload.
+    pub count: Sourced<u32>,
+    /// NUMA nodes they run on: "one" (node 0) or "all".
+    pub nodes: Sourced<String>,
+    /// Processes, threads or kernel threads.
+    pub mode: Sourced<TaskMode>,
+}
+
+/// A workload file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Name on the command line (`--workload NAME`).
+    pub name: String,
+    /// The evaluator that combines the mechanisms for it (see `pcpmodel workloads`).
+    pub kind: String,
+    /// One line for people.
+    pub description: String,
+    /// Where the workload and its numbers come from (benchmark source, paper, thread).
+    pub source: String,
+    /// Other names accepted on the command line (earlier names of the same workload).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Machine used when the user names none.
+    pub default_machine: String,
+    /// Kernel the workload's numbers were measured on (e.g. "6.10"): the reference for the
+    /// list of kernel changes a prediction on another kernel leaves out.
+    pub reference_kernel: String,
+    /// The seed thread whose tables validate it ("000".."004"), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    /// Per-operation behaviour.
+    pub op: OpSpec,
+    /// Tasks.
+    pub tasks: TasksSpec,
+    /// Kind-specific inputs (each named with its unit, each sourced), e.g. `probe_ns`,
+    /// `cgroup_depth`, `instances`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Quantity>,
+    /// What is not known about the workload, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+}
+
+impl WorkloadSpec {
+    /// Parses and checks a workload from TOML text; `label` names the file in errors.
+    pub fn from_toml_str(text: &str, label: &str) -> Result<WorkloadSpec> {
+        let w: WorkloadSpec =
+            toml::from_str(text).map_err(|e| crate::hw::machine::toml_error(label, text, &e))?;
+        w.check(label).map_err(|e| locate(e, text))?;
+        Ok(w)
+    }
+
+    /// The reference kernel, parsed.
+    pub fn reference_kernel(&self) -> Result<KernelVersion> {
+        KernelVersion::parse_labeled(&self.reference_kernel, "reference_kernel")
+    }
+
+    /// A kind-specific parameter, or an error naming it.
+    pub fn param(&self, name: &str) -> Result<f64> {
+        self.params.get(name).map(|q| q.value).ok_or_else(|| {
+            Error::invalid(
+                format!("workload {}", self.name),
+                format!("params.{name}"),
+                format!("missing: kind '{}' needs it", self.kind),
+            )
+        })
+    }
+
+    /// A kind-specific parameter, or `default` when the file does not set it.
+    pub fn param_or(&self, name: &str, default: f64) -> f64 {
+        self.params.get(name).map_or(default, |q| q.value)
+    }
+
+    /// Tasks' NUMA span.
+    pub fn nodes(&self) -> Result<super::NodeSpan> {
+        super::NodeSpan::parse(&self.tasks.nodes.value, "tasks.nodes")
+    }
+
+    /// Every number of the file with its dotted field, for bounds checks and for `workload show`.
+    pub fn quantities(&self) -> Vec<(String, &Quantity)> {
+        let o = &self.op;
+        let mut v: Vec<(String, &Quantity)> = vec![
+            ("op.alloc_pages".into(), &o.alloc_pages),
+            ("op.free_pages".into(), &o.free_pages),
+            ("op.touch_bytes_per_page".into(), &o.touch_bytes_per_page),
+        ];
+        if let Some(q) = &o.work.ns {
+            v.push(("op.work.ns".into(), q));
+        }
+        if let Some(q) = &o.work.cycles {
+            v.push(("op.work.cycles".into(), q));
+        }
+        if let Some(q) = &o.think_ns {
+            v.push(("op.think_ns".into(), q));
+        }
+        if let Some(q) = &o.phase_pages {
+            v.push(("op.phase_pages".into(), q));
+        }
+        for (k, q) in &self.params {
+            v.push((format!("params.{k}"), q));
+        }
+        v
+    }
+
+    /// Checks names, provenance and physical ranges.
+    pub fn check(&self, label: &str) -> Result<()> {
+        let inv = |field: &str, msg: String| Error::invalid(label, field, msg);
+        if self.name.trim().is_empty() || self.name.contains(char::is_whitespace) {
+            return Err(inv(
+                "name",
+                "must be one word (it is a command-line name)".into(),
+            ));
+        }
+        self.reference_kernel()
+            .map_err(|e| inv("reference_kernel", e.to_string()))?;
+        self.nodes().map_err(|_| {
+            inv(
+                "tasks.nodes",
+                format!("'{}': use one or all", self.tasks.nodes.value),
+            )
+        })?;
+        let order = self.op.order.value;
+        if order > crate::bounds::MAX_ORDER_ANY {
+            return Err(inv(
+                "op.order",
+                format!(
+                    "{order} is above the largest buddy order any modelled kernel has ({})",
+                    crate::bounds::MAX_ORDER_ANY
+                ),
+            ));
+        }
+        let t = self.tasks.count.value;
+        if t == 0 || f64::from(t) > crate::bounds::TASKS.hi {
+            return Err(inv(
+                "tasks.count",
+                format!("{t}: must be 1..={}", crate::bounds::TASKS.hi),
+            ));
+        }
+        if self.op.work.ns.is_some() && self.op.work.cycles.is_some() {
+            return Err(inv("op.work", "give ns or cycles, not both".into()));
+        }
+        if self.op.freed_by.value == FreedBy::Partner && self.op.placement.is_none() {
+            return Err(inv(
+                "op.placement",
+                "freed_by = partner needs a placement (smt, same-llc, cross-llc, cross-socket)"
+                    .into(),
+            ));
+        }
+        for (field, q) in self.quantities() {
+            if !q.value.is_finite() || q.value < 0.0 {
+                return Err(inv(
+                    &field,
+                    format!("{} is not a finite, non-negative number", q.value),
+                ));
+            }
+            if q.value > 1e12 {
+                return Err(inv(
+                    &field,
+                    format!(
+                        "{} is beyond any physical value here (more than 1e12)",
+                        q.value
+                    ),
+                ));
+            }
+            check_source(&field, &q.source).map_err(|m| inv(&field, m))?;
+        }
+        for (field, src) in [
+            ("op.order", &self.op.order.source),
+            ("op.freed_by", &self.op.freed_by.source),
+            ("tasks.count", &self.tasks.count.source),
+            ("tasks.nodes", &self.tasks.nodes.source),
+            ("tasks.mode", &self.tasks.mode.source),
+        ] {
+            check_source(field, src).map_err(|m| inv(field, m))?;
+        }
+        if let Some(p) = &self.op.placement {
+            check_source("op.placement", &p.source).map_err(|m| inv("op.placement", m))?;
+        }
+        Ok(())
+    }
+}
+
+/// A source string must start with one of the provenance kinds.
+fn check_source(field: &str, source: &str) -> std::result::Result<(), String> {
+    let probe = Sourced::new(0u8, source);
+    if probe.kind().is_none() {
+        return Err(format!(
+            "source '{source}' of {field} must start with one of {} followed by ':'",
+            crate::hw::provenance::SOURCE_KINDS.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Puts the line of the offending key into an [`Error::Invalid`] when the key has one.
+fn locate(e: Error, text: &str) -> Error {
+    match e {
+        Error::Invalid {
+            file,
+            field,
+            message,
+        } => {
+            let key = field.rsplit('.').next().unwrap_or(&field).to_string();
+            let line = text
+                .lines()
+                .position(|l| {
+                    let t = l.trim_start();
+                    t.starts_with(&format!("{key} ")) || t.starts_with(&format!("{key}="))
+                })
+                .map(|i| i + 1);
+            match line {
+                Some(line) => Error::Parse {
+                    file,
+                    line,
+                    field,
+                    message,
+                },
+                None => Error::Invalid {
+                    file,
+                    field,
+                    message,
+                },
+            }
+        }
+        other => other,
+    }
+}
