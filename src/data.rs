@@ -192,6 +192,51 @@ pub const TABLES: &[TableInfo] = &[
         "000-004",
         "hardware and setup facts stated in the threads, each with its verbatim quote"
     ),
+    table!(
+        "literature/danieljordan_2018-01_pcp_batch310_high1860_will-it-scale_page_fault1",
+        "literature",
+        "will-it-scale page_fault1 pgf/s, E5-2699 v4 2S, 4.15-rc2 vs pcp batch 310/high 1860 (Daniel Jordan 2018)"
+    ),
+    table!(
+        "literature/halbuer_2023-02_rmqueue_bulk_zone_lock_alloc_latency_vs_cores",
+        "literature",
+        "in-kernel bulk allocation ns per allocation vs cores 1..24, Xeon Gold 6252, order 0 and 9, default vs check moved out of zone->lock (Halbuer 2023)"
+    ),
+    table!(
+        "literature/huang_pcp_autotune_series_2023_cover_tables",
+        "literature",
+        "PCP high auto-tuning series cover tables: kbuild, netperf SCTP, lmbench UNIX; lock%, free_high, zone allocations (Huang Ying 2023)"
+    ),
+    table!(
+        "literature/huang_pcp_series_2023_patch_changelog_prose_numbers",
+        "literature",
+        "numbers from the changelogs of the PCP auto-tuning patches (Huang Ying 2023, prose)"
+    ),
+    table!(
+        "literature/kemiwang_2017-08_numa_counter_threshold_page_bench03_broadwell",
+        "literature",
+        "page_bench03 cycles per page vs NUMA counter threshold 32..65533, 88 threads Broadwell (Kemi Wang 2017)"
+    ),
+    table!(
+        "literature/nikhil_dhama_amd_2025_free_high_multi_benchmark",
+        "literature",
+        "free_high threshold batch+high_min/2 vs v6.6 across benchmarks, 2-socket AMD (Nikhil Dhama 2025)"
+    ),
+    table!(
+        "literature/nikhil_dhama_amd_2025_free_high_threshold_iperf3_sweep",
+        "literature",
+        "iperf3 score and free_high events vs the free_high trigger threshold (Nikhil Dhama 2025)"
+    ),
+    table!(
+        "literature/nviennot_core_to_core_latency_readme_summary",
+        "literature",
+        "core-to-core CAS ping-pong latency by CPU, median ns (nviennot/core-to-core-latency README)"
+    ),
+    table!(
+        "literature/nviennot_core_to_core_latency_i7-6700K_matrix",
+        "literature",
+        "core-to-core latency matrix of a Core i7-6700K, ns (nviennot/core-to-core-latency)"
+    ),
 ];
 
 /// Every compiled-in table, in thread order.
