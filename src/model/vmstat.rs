@@ -154,13 +154,34 @@ impl NumaStatModel {
         })
     }
 
-    /// Estimates cycles per page with parameters in [`PARAM_NAMES`] order.
+    /// Estimates cycles per page with parameters in [`PARAM_NAMES`] order, at the kernel's own
+    /// fold threshold ([`fold_threshold`]).
     pub fn estimate(
         &self,
         params: &[f64],
         threads: u32,
         numa_stat: bool,
     ) -> Result<NumaStatEstimate> {
+        self.estimate_at_threshold(params, threads, numa_stat, None)
+    }
+
+    /// [`NumaStatModel::estimate`] with the fold threshold set by hand (events per per-CPU
+    /// counter before it folds into the shared counters), as Kemi Wang's 2017 series swept it
+    /// (32 to 65 533); `None` is the kernel's own threshold.
+    pub fn estimate_at_threshold(
+        &self,
+        params: &[f64],
+        threads: u32,
+        numa_stat: bool,
+        threshold: Option<u32>,
+    ) -> Result<NumaStatEstimate> {
+        if threshold == Some(0) {
+            return Err(Error::invalid(
+                INPUT,
+                "fold_threshold",
+                "must be at least 1 event",
+            ));
+        }
         let [base, ev, g] = match params {
             [a, b, c] => [*a, *b, *c],
             _ => {
@@ -199,7 +220,8 @@ impl NumaStatModel {
         let on = if numa_stat { 1.0 } else { 0.0 };
         let base_c = stretch * base;
         let local_c = stretch * on * EVENTS_PER_LOCAL_ALLOC * ev;
-        let threshold = fold_threshold(self.kernel, cpus, self.zone_mib);
+        let threshold =
+            threshold.unwrap_or_else(|| fold_threshold(self.kernel, cpus, self.zone_mib));
         let mut fold_c = 0.0;
         let mut u_global = 0.0;
         if numa_stat {
