@@ -113,7 +113,9 @@ fn issue_4_acceptance_numbers() {
                 .find(|r| r.case == h.case && r.quantity == q && r.role == Role::Fitted)
                 .unwrap_or_else(|| panic!("{} {q}", h.case))
         };
-        // Averages within 15 %, call rates within 25 % (3 free parameters per machine).
+        // Issue 4's acceptance numbers: averages within 15 %, call rates within 25 % (3 free
+        // parameters per machine). funclatency's histograms carry no repeat spread to derive a
+        // tolerance from, so the bounds are the issue's.
         let a = fitted("avg_ns");
         assert!(a.rel_error.abs() < 0.15, "{}: {}", h.case, a.rel_error);
         let c = fitted("calls_per_s");
@@ -128,7 +130,8 @@ fn issue_4_acceptance_numbers() {
             m.measured
         );
     }
-    // Not fitted, within 35 %: scale 0 from scale 5 (both machines), two nodes from one (Intel).
+    // Not fitted, within 35 % (issue 4's bound for held-out rows): scale 0 from scale 5 (both
+    // machines), two nodes from one (Intel).
     // Labelled `seen`: the zone-lock constants were chosen with thread 000's histograms visible.
     let held: Vec<_> = v
         .rows
@@ -163,7 +166,8 @@ fn histogram_fit_through_the_engine() {
     };
     let r = fit(&m as &dyn FitModel, &ds, &opts).unwrap();
     let total: f64 = r.residuals.iter().map(|x| x.predicted).sum();
-    // The fitted histogram carries the measured call count within 25 %.
+    // The fitted histogram carries the measured call count within 25 %: the same bound as the
+    // call rate in issue 4 (the count is that rate times the traced interval).
     assert_relative_eq!(total, h.count as f64, max_relative = 0.25);
 }
 
