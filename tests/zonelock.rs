@@ -84,6 +84,8 @@ fn queue_limits() {
         assert!(w > last);
         last = w;
     }
+    // At Z = 1 ns the lock is saturated: W -> (N - 1) S - Z = 63 us, the closed queue's
+    // asymptote.
     assert!(last > 60.0 * 1000.0);
 }
 
@@ -214,7 +216,9 @@ fn latency_json_contract() {
     }
     let rows = j["histogram"].as_array().unwrap();
     let sum: f64 = rows.iter().map(|r| r["fraction"].as_f64().unwrap()).sum();
-    assert!(sum > 0.99 && sum < 1.0001, "{sum}");
+    // The buckets span the 1e-5 to 1 - 1e-6 quantiles (cli::zonelock bucket_range), so at most
+    // 1.1e-5 of the mass falls outside them; floor/ceil to whole log2 buckets only adds mass.
+    assert!(sum > 0.9999 && sum < 1.0001, "{sum}");
     for r in rows {
         assert!(r["lo_ns"].as_u64().unwrap() <= r["hi_ns"].as_u64().unwrap());
     }
