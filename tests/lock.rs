@@ -1,4 +1,9 @@
 //! Tests of the zone->lock queue model (src/model/lock.rs).
+//!
+//! Tolerances: 1e-12 to 1e-6 relative compare closed forms, exact recursions and identities
+//! (Little's law, probabilities summing to one) and are floating-point rounding and solver
+//! convergence, not physics; comparisons with the seeded simulation state their sampling error
+//! at `assert_close_to_simulation`.
 
 mod sim {
 

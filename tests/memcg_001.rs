@@ -97,7 +97,11 @@ fn placement_only_raises_the_gain() {
     // value 0 gives the smallest.
     let s = t001::placement_sensitivity().unwrap();
     assert_eq!(s.len(), 3);
-    assert!(s[0].2 <= s[1].2 + 0.5 && s[1].2 <= s[2].2 + 0.5, "{s:?}");
+    // Strictly: the refits are deterministic and the steps are +21.9 and +1.3 points when
+    // written (60.3, 82.2, 83.5 %), far above the refit's convergence (the former half-point
+    // slack had no reason).
+    assert!(s[0].2 < s[1].2 && s[1].2 < s[2].2, "{s:?}");
+    // Half the uncharges on the sender already leaves the criterion's window (62.7 + 6 points).
     assert!(s[1].2 > 62.7 + 6.0, "{s:?}");
 }
 
