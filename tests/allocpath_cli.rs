@@ -35,9 +35,11 @@ fn predict_workloads_run() {
 fn t001_calibration_and_held_out_gain() {
     // Two free parameters: fixed work from the root-memcg run, transfer_scale from batch 32;
     // both reproduced within 0.1 %. Batch 64 is held out. Issue 5 asks for the improvement within
-    // 6 points of 62.7 %: the model gives about +77 % (it FAILS that criterion; validate says so).
-    // What must hold: the calibrated model saturates near batch 32 (gain > 30 %), the fully
-    // derived one (transfer_scale 1) does not (gain < 20 %).
+    // 6 points of 62.7 % (+60.3 % with SMT siblings sharing transfers; tests/memcg_001.rs pins
+    // it). What must hold here: the calibrated model has the counter lines saturated at batch 32,
+    // so doubling the batch gains more than 30 % (half the measured gain: a model short of it has
+    // lost the saturation), and the fully derived one (transfer_scale 1, cheaper transfers, lines
+    // far from saturation) gains less than 20 % (+11.7 % when written), a third of the measured.
     let v = t001::validate().unwrap();
     // Each parameter is fitted to one measurement: the fit is exactly determined, so the fitted
     // rows reproduce their data by construction and test nothing about the model.
@@ -65,7 +67,10 @@ fn t003_total_wait_falls_tenfold_and_shell8_small() {
         .filter(|r| r.quantity == "total_wait_ns")
         .map(|r| r.predicted)
         .collect();
-    assert!(w[0] >= 10.0 * w[1], "{w:?}");
+    // Not issue 5's 10x (the model gives ~2e6x): the floor the measurement itself sets. 4.64 ms
+    // of wait against 2 counted events with the patch, at most 6.30 of them at 95 % (Poisson) of
+    // the measured 12.83 us: a fall of at least 57x (see tests/order4_pcp_003.rs).
+    assert!(w[0] >= 4.64e6 / (6.30 * 12_830.0) * w[1], "{w:?}");
     let s = v
         .rows
         .iter()
@@ -83,6 +88,9 @@ fn t002_within_3pct_and_saving_grows() {
         .iter()
         .filter(|r| r.quantity == "cycles_per_page" && r.role == Role::Fitted)
     {
+        // 3 %: three parameters on four points leave one degree of freedom (fitted rows at
+        // +-0.9 % when written); a fitted row must do better than the held-out scale, the
+        // leave-one-out errors of 3.5-3.6 %.
         assert!(r.rel_error.abs() <= 0.03, "{r:?}");
     }
     let s: Vec<f64> = v
@@ -104,5 +112,7 @@ fn t003_contended_falls_tenfold() {
         .filter(|r| r.quantity == "contended")
         .map(|r| r.predicted)
         .collect();
-    assert!(c[0] >= 10.0 * c[1], "{c:?}");
+    // The measured floor (not issue 5's 10x; the model gives ~7.5e6x): 713 contended
+    // acquisitions against 2 counted events, at most 6.30 at 95 % (Poisson): at least 113x.
+    assert!(c[0] >= 713.0 / 6.30 * c[1], "{c:?}");
 }

@@ -72,6 +72,8 @@ fn kernel_6_18_normal_high_min_and_max() {
     else {
         panic!("6.18 auto-tunes pcp->high")
     };
+    // high_min is 5.18's fixed high (zone_highsize at the default fraction): the same 421 from
+    // seed 004 within one page, for the same reason (the layout is an estimate).
     assert_abs_diff_eq!(f64::from(high_min_pages), 421.0, epsilon = 1.0);
     // floor(floor(15,974,400 / 8) / 64) = 31,200: "~31,2xx".
     assert_eq!(high_max_pages, 31_200);
@@ -88,8 +90,9 @@ fn without_thp_the_high_is_lower() {
     let PcpHigh::Fixed { high_pages } = cfg.zone(0, ZoneKind::Normal).unwrap().pcp.high else {
         panic!()
     };
-    // design note: about 337 without the khugepaged raise
-    assert_abs_diff_eq!(f64::from(high_pages), 337.0, epsilon = 2.0);
+    // design note: about 337 without the khugepaged raise. The formulas give 336 on this
+    // layout; +/- 1 page as for 421 above (the layout's managed counts are an estimate).
+    assert_abs_diff_eq!(f64::from(high_pages), 337.0, epsilon = 1.0);
 }
 
 #[test]

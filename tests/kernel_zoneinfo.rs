@@ -119,6 +119,10 @@ fn hand_set_min_free_kbytes_is_taken_as_given() {
     assert_eq!(c.min_free.rule, MinFreeRule::Given);
     let (lo, hi) = c.min_free.consistent_min_free_kbytes.unwrap();
     assert!(lo <= 131_072 && 131_072 <= hi, "{lo}..{hi}");
+    // Kernel integer arithmetic (__setup_per_zone_wmarks): each zone's min is
+    // pages_min x managed / lowmem, rounded down, so a zone holding a share f of lowmem pins
+    // pages_min to within 1/f pages; with every zone's min in the file the range is a few pages
+    // wide, under 16 pages (64 kB).
     assert!(hi - lo < 64, "{lo}..{hi}");
     assert!(c
         .rows

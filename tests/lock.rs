@@ -1,4 +1,9 @@
 //! Tests of the zone->lock queue model (src/model/lock.rs).
+//!
+//! Tolerances: 1e-12 to 1e-6 relative compare closed forms, exact recursions and identities
+//! (Little's law, probabilities summing to one) and are floating-point rounding and solver
+//! convergence, not physics; comparisons with the seeded simulation state their sampling error
+//! at `assert_close_to_simulation`.
 
 mod sim {
 
@@ -1030,7 +1035,13 @@ fn bad_inputs_are_errors() {
 // Against a seeded discrete-event simulation of the same queue
 // ---------------------------------------------------------------------------------------------
 
-/// Mean latency within 2 %, p50 and p99 within 10 % of the simulation, every class.
+/// Mean latency within 2 %, p50 and p99 within 5 % of the simulation, every class.
+///
+/// The solutions compared here are exact (finite-source, one or dedicated classes), so the only
+/// difference is the simulation's sampling error: 400 000 requests, correlated within busy
+/// periods. Observed (seeded, when written): means within 0.9 %, p50 within 2.3 %, p99 within
+/// 2.4 %; a quantile rests on fewer effective samples than the mean (the p99 on the 1 % tail),
+/// hence the wider bound. Both are about twice the largest error seen.
 fn assert_close_to_simulation(n: u32, classes: &[SimClass], mode: SimMode, seed: u64) {
     for (c, (u, e_mean, e50, e99)) in
         compare(n, classes, mode, ThinkLaw::Exponential, 400_000, seed)
@@ -1042,11 +1053,11 @@ fn assert_close_to_simulation(n: u32, classes: &[SimClass], mode: SimMode, seed:
             "N={n} class {c} U={u:.3}: mean off by {e_mean:.4}"
         );
         assert!(
-            e50.abs() <= 0.10,
+            e50.abs() <= 0.05,
             "N={n} class {c} U={u:.3}: p50 off by {e50:.4}"
         );
         assert!(
-            e99.abs() <= 0.10,
+            e99.abs() <= 0.05,
             "N={n} class {c} U={u:.3}: p99 off by {e99:.4}"
         );
     }
@@ -1193,7 +1204,12 @@ fn mva_lattice_and_schweitzer_agree_at_the_switch() {
     let b = dedicated(256, 256, 2e6).solve_mva().unwrap();
     assert_eq!(a.method, Method::MvaResidual);
     assert_eq!(b.method, Method::SchweitzerResidual);
-    assert_relative_eq!(a.response_ns_mean, b.response_ns_mean, max_relative = 0.02);
+    // Two more CPUs (510 -> 512, +0.4 %) at a moderate load (U = 0.38) move the exact response
+    // by less than the population's change; the rest is Bard-Schweitzer's own error, small away
+    // from saturation (the two are 0.27 % apart when written). 1 %: a jump at the switch larger
+    // than that is the approximation failing, not the population.
+    assert!(a.utilisation < 0.5, "{}", a.utilisation);
+    assert_relative_eq!(a.response_ns_mean, b.response_ns_mean, max_relative = 0.01);
     let big = dedicated(512, 512, 4e6).solve_mva().unwrap();
     assert!(big.response_ns_mean.is_finite() && big.response_ns_mean > 0.0);
 }

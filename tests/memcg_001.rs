@@ -37,7 +37,13 @@ fn held_out_gain_within_six_points() {
     // Criterion: within 6 percentage points (model +60.3 % when written).
     assert!((gain - measured).abs() <= 6.0, "{gain}");
     let (m64, p64) = row(v, "batch=64");
-    assert!((p64 / m64 - 1.0).abs() < 0.05, "{p64} vs {m64}");
+    // The held-out throughput: with the batch-32 row fitted exactly (to 0.1 %), the criterion's
+    // 6 points of gain are 6 / (100 + 62.8) = 3.7 % of the batch-64 throughput (-1.55 % when
+    // written).
+    assert!(
+        (p64 / m64 - 1.0).abs() < 6.0 / (100.0 + measured) + 0.001,
+        "{p64} vs {m64}"
+    );
     // Fully derived (transfer_scale 1): cheaper transfers leave the counter lines less busy at
     // batch 32, so doubling the batch gains less than in the calibrated model, but still gains.
     let (_, derived) = row(v, "derived, batch 32->64");
@@ -49,7 +55,12 @@ fn unshared_transfers_would_miss_the_criterion() {
     // Without SMT siblings sharing transfers the gain is +77.5 % (the former model).
     let (scale, gain) = t001::unshared_sensitivity().unwrap();
     assert!(gain > 62.8 + 6.0, "{gain}");
-    assert!(scale > 1.0 && scale < 3.0, "{scale}");
+    // transfer_scale refitted without sharing: above 1 (the batch-32 row needs dearer transfers
+    // than the machine's latency) and below the value fitted with sharing (2.52 when written):
+    // a sibling that shares a transfer does not pay it, so reproducing the same batch-32
+    // throughput with sharing needs dearer transfers than without.
+    let shared = t001::calibrated_params().unwrap().0[1];
+    assert!(scale > 1.0 && scale < shared, "{scale} vs shared {shared}");
 }
 
 #[test]
@@ -86,7 +97,11 @@ fn placement_only_raises_the_gain() {
     // value 0 gives the smallest.
     let s = t001::placement_sensitivity().unwrap();
     assert_eq!(s.len(), 3);
-    assert!(s[0].2 <= s[1].2 + 0.5 && s[1].2 <= s[2].2 + 0.5, "{s:?}");
+    // Strictly: the refits are deterministic and the steps are +21.9 and +1.3 points when
+    // written (60.3, 82.2, 83.5 %), far above the refit's convergence (the former half-point
+    // slack had no reason).
+    assert!(s[0].2 < s[1].2 && s[1].2 < s[2].2, "{s:?}");
+    // Half the uncharges on the sender already leaves the criterion's window (62.7 + 6 points).
     assert!(s[1].2 > 62.7 + 6.0, "{s:?}");
 }
 
@@ -113,6 +128,9 @@ fn memcg_cli_reports_stock_terms() {
     }
     let w32 = at(32)["walks_per_page"].as_f64().unwrap();
     let w64 = at(64)["walks_per_page"].as_f64().unwrap();
+    // Walks per page are 1 / (batch + overshoot), and the overshoot grows with the batch (1.15
+    // and 2.30 pages when written), so the ratio is 2; 2 % is 1.3 pages of overshoot at batch
+    // 64, about half the overshoot itself.
     approx::assert_relative_eq!(w32 / w64, 2.0, max_relative = 0.02);
     let out = Command::cargo_bin("pcpmodel")
         .unwrap()

@@ -181,7 +181,10 @@ fn shared_transfers_match_simulation_on_thread_001() {
     let model_gain = 100.0 * (gains[1].0 / gains[0].0 - 1.0);
     let sim_gain = 100.0 * (gains[1].1 / gains[0].1 - 1.0);
     eprintln!("gain 32 -> 64: model {model_gain:.1} %, simulation {sim_gain:.1} %");
-    // Gain 32 -> 64 within 4 points of the simulation's.
+    // Gain 32 -> 64 within 4 points of the simulation's: the gain is the ratio of two of the
+    // throughputs above, whose pairing bias has the same sign at both batches (+1.1 % and +0.4 %
+    // when written: 60.3 % against 61.4 %), so it largely cancels; 4 points is 2.5 % of the
+    // ratio 1.6, within the 4 % each throughput is allowed.
     assert!(
         (model_gain - sim_gain).abs() < 4.0,
         "gain model {model_gain:.1} %, sim {sim_gain:.1} %"
@@ -201,6 +204,8 @@ fn without_smt_the_analysis_is_exact_mva_and_matches_simulation() {
         assert!(e.sibling_shared.abs() < 1e-12);
         let sim = simulate(&m, &p, batch, &|c| c, T_END_NS);
         let err = e.throughput_mbps / sim - 1.0;
+        // Exact MVA for exponential FCFS lines: only the simulation's sampling error over 40 ms
+        // separates them (the SMT runs, which add the pairing bias, agree within 1.1 %).
         assert!(
             err.abs() < 0.02,
             "{batch}: model {}, sim {sim:.0}",
@@ -219,8 +224,12 @@ fn sharing_grows_with_the_queue() {
     let b = m.estimate(&p, 64).unwrap();
     let busiest =
         |e: &pcpmodel::model::memcg::MemcgEstimate| e.busiest_line().unwrap().sibling_shared;
+    // Doubling the batch halves the walks per page, so the line's load halves; a sibling shares
+    // a transfer when it finds the line queued, and the queue falls at least as fast as the load
+    // (L = U / (1 - U) for one server), so the share must at least halve (0.26 -> 0.11 when
+    // written).
     assert!(
-        busiest(&a) > busiest(&b) + 0.05,
+        busiest(&b) < 0.5 * busiest(&a),
         "{} {}",
         busiest(&a),
         busiest(&b)

@@ -24,6 +24,9 @@ fn relative_at(machine: &str, placement: Placement, highs: &[u32]) -> (u32, Vec<
 
 #[test]
 fn thread_004_fitted_within_3pct_rms_and_5pct_max() {
+    // Issue 3's numbers. Thread 004 gives one run per setting, no spread to derive a tolerance
+    // from; two parameters on five points leave three degrees of freedom (RMS 1.93 % and 0.66 %,
+    // worst +3.5 % when written).
     let v = t004::validate().unwrap();
     for m in ["icelake-server", "skylake-desktop"] {
         let rms = v.rms_rel(Role::Fitted, Some(m), Some("score")).unwrap();
@@ -59,6 +62,8 @@ fn icelake_curve_has_the_measured_shape() {
         lo <= 6144 && hi >= 640,
         "1% range {lo}-{hi} misses [640, 6144]"
     );
+    // Measured: bypass at 0.75 and 12416 at 0.77 of the best; 0.85 is that widened by the 5 %
+    // each fitted point may miss by, at both ends of the ratio (0.77 x 1.05 / 0.95).
     let (_, rel) = relative_at("icelake-server", Placement::SameLlc, &[0, 12416]);
     assert!(rel[0] <= 0.85, "bypass at {:.3} of the optimum", rel[0]);
     assert!(rel[1] <= 0.85, "12416 at {:.3} of the optimum", rel[1]);
@@ -71,6 +76,9 @@ fn skylake_curve_is_flat_to_1024_and_falls_past_the_llc() {
         Placement::SameLlc,
         &[0, 64, 128, 1024, 2176],
     );
+    // Measured: 0 to 1024 within 1.5 % of the best (0.986 at worst), 2176 at 0.858. Bounds:
+    // 0.98 (flat as measured, less the 0.66 % fitted RMS) and 0.90 (0.858 x 1.05, the 5 % a
+    // fitted point may miss by).
     for (h, r) in [0, 64, 128, 1024].iter().zip(&rel) {
         assert!(*r >= 0.98, "high {h}: {r:.4} of the best");
     }
@@ -81,7 +89,8 @@ fn skylake_curve_is_flat_to_1024_and_falls_past_the_llc() {
 fn smt_siblings_make_bypass_as_good_as_the_best() {
     // Shared L2: a reused line is an L2 hit at any small high, so bypass loses only the extra
     // zone->lock holds per page (lines moving between siblings, ~0.4 %). Same-LLC bypass loses
-    // >= 15 % (the other core's L2 must be snooped).
+    // >= 15 % (the other core's L2 must be snooped; measured 25 %, see the icelake test).
+    // 0.99: the 1 % range's own definition, well above the ~0.4 % lock cost.
     let (_, smt) = relative_at("icelake-server", Placement::Smt, &[0]);
     let (_, same) = relative_at("icelake-server", Placement::SameLlc, &[0]);
     assert!(smt[0] >= 0.99, "SMT bypass at {:.4} of the best", smt[0]);
@@ -100,6 +109,9 @@ fn cross_socket_makes_the_core_to_core_term_dearer() {
         .unwrap()
         .estimate(&p, 0)
         .unwrap();
+    // The core-to-core term scales with the transfer latency: 110.88 ns cross-socket against
+    // 51.10 ns inside the socket (measured, the machine file) is 2.17x; the private term also
+    // holds L2 hits, which do not move, so more than 1.5x.
     assert!(cross.private_ns > 1.5 * same.private_ns);
     assert!(cross.ns_per_op > same.ns_per_op);
 }

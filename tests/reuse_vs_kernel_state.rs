@@ -89,14 +89,27 @@ fn check(version: KernelVersion, high: u32, order: u8, consumer_allocates: bool)
     let mut s = sim.clone();
     s.sort_by(f64::total_cmp);
     let p = |q: f64| s[((s.len() - 1) as f64 * q) as usize];
-    // Mean within 10% (or one refill), and the 2nd-90th percentile inside the model's range
-    // widened by one drain/refill granule. The model's burial tail (one extra cycle for a share
-    // R/(6Δ)) is lighter than the simulated LIFO stack's when Δ ≈ R (p98 a few cycles later):
-    // a known limitation documented in model::pcp, so the top decile is not checked.
+    // Tolerances, from what the closed form leaves out:
+    // - mean: the burial term is the closed form's least certain piece. It puts a share
+    //   R/(6Δ) of pages one cycle Δ later (mean +R/6), from independent uniform leftovers; the
+    //   simulated LIFO stack buries anywhere from nothing (6.7, order 0, high 320: drains and
+    //   refills in lockstep, simulated mean 441 against the model's 491) to about R/2 (order 3
+    //   with Δ ≈ R: 11 pages above the model with R = 56; 6.7, order 0, high 6144: 521 pages
+    //   above with R = 2016). So the mean may be off by R/3 either way, plus one block u, the
+    //   unit in which ages are counted.
+    // - 2nd-90th percentiles: inside the model's range widened by one drain/refill granule. The
+    //   closed form takes the drain's and refill's phases as continuous uniforms; the kernel
+    //   drains at the first free that reaches `high` and refills at the first allocation that
+    //   finds the list empty, so each edge moves by up to one granule (p2 at 232 against the
+    //   range's 257 for 5.17, high 320, batch drains). The model's burial tail is lighter than
+    //   the simulated LIFO stack's when Δ ≈ R (p98 a few cycles later): a known limitation
+    //   documented in model::pcp, so the top decile is not checked.
     let granule = d.drain_pages.max(d.refill_pages);
+    let u = f64::from(1u32 << order);
+    let tol = d.refill_pages / 3.0 + u;
     assert!(
-        (mean_sim - mean_model).abs() <= 0.10 * mean_model.max(1.0) + f64::from(1u32 << order) * 8.0,
-        "{version} high {high} order {order}: simulated mean {mean_sim:.0} vs model {mean_model:.0} (range {lo}-{hi})"
+        (mean_sim - mean_model).abs() <= tol,
+        "{version} high {high} order {order}: simulated mean {mean_sim:.0} vs model {mean_model:.0} (tolerance {tol:.0}, range {lo}-{hi})"
     );
     assert!(
         p(0.02) >= lo - granule && p(0.90) <= hi + granule,

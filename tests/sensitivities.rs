@@ -51,13 +51,21 @@ fn threads_001_and_002_have_a_sensitivity_to_a_machine_assumption() {
         .iter()
         .find(|x| x.constant.contains("threads_per_core"))
         .expect("001 has the SMT sensitivity");
-    assert!(smt.delta_pct > 0.0, "{smt:?}");
-    // 002: the row exists and is finite (folds are negligible on 4.15, so it may not move).
+    // The move must matter to the acceptance: it shifts the held-out gain (60.3 %) by more than
+    // the criterion's 6-point window, i.e. by more than 6 / 60.3 = 10 % of itself (+28.5 %
+    // when written: 77.5 % unshared).
+    assert!(smt.delta_pct > 100.0 * 6.0 / smt.predicted, "{smt:?}");
+    // 002: folds are negligible on 4.15 (one per 65 533 events: 0.011 of the row's 340 cycles
+    // per page), so a 20 % dearer cross-socket transfer can move the row by at most
+    // 0.2 x 0.011 / 340 = 7e-4 %; 0.01 % leaves room for the refit's convergence (1.2e-4 % when
+    // written).
     let t = pcpmodel::validate::validate_thread("002", false)
         .unwrap()
         .unwrap();
     let s = sensitivities(&t).unwrap();
-    assert!(s
+    let c2c = s
         .iter()
-        .any(|x| x.constant.contains("c2c_cross_socket") && x.delta_pct.is_finite()));
+        .find(|x| x.constant.contains("c2c_cross_socket"))
+        .expect("002 has the cross-socket sensitivity");
+    assert!(c2c.delta_pct.abs() < 0.01, "{c2c:?}");
 }

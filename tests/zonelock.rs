@@ -84,6 +84,8 @@ fn queue_limits() {
         assert!(w > last);
         last = w;
     }
+    // At Z = 1 ns the lock is saturated: W -> (N - 1) S - Z = 63 us, the closed queue's
+    // asymptote.
     assert!(last > 60.0 * 1000.0);
 }
 
@@ -113,7 +115,9 @@ fn issue_4_acceptance_numbers() {
                 .find(|r| r.case == h.case && r.quantity == q && r.role == Role::Fitted)
                 .unwrap_or_else(|| panic!("{} {q}", h.case))
         };
-        // Averages within 15 %, call rates within 25 % (3 free parameters per machine).
+        // Issue 4's acceptance numbers: averages within 15 %, call rates within 25 % (3 free
+        // parameters per machine). funclatency's histograms carry no repeat spread to derive a
+        // tolerance from, so the bounds are the issue's.
         let a = fitted("avg_ns");
         assert!(a.rel_error.abs() < 0.15, "{}: {}", h.case, a.rel_error);
         let c = fitted("calls_per_s");
@@ -128,7 +132,8 @@ fn issue_4_acceptance_numbers() {
             m.measured
         );
     }
-    // Not fitted, within 35 %: scale 0 from scale 5 (both machines), two nodes from one (Intel).
+    // Not fitted, within 35 % (issue 4's bound for held-out rows): scale 0 from scale 5 (both
+    // machines), two nodes from one (Intel).
     // Labelled `seen`: the zone-lock constants were chosen with thread 000's histograms visible.
     let held: Vec<_> = v
         .rows
@@ -163,7 +168,8 @@ fn histogram_fit_through_the_engine() {
     };
     let r = fit(&m as &dyn FitModel, &ds, &opts).unwrap();
     let total: f64 = r.residuals.iter().map(|x| x.predicted).sum();
-    // The fitted histogram carries the measured call count within 25 %.
+    // The fitted histogram carries the measured call count within 25 %: the same bound as the
+    // call rate in issue 4 (the count is that rate times the traced interval).
     assert_relative_eq!(total, h.count as f64, max_relative = 0.25);
 }
 
@@ -210,7 +216,9 @@ fn latency_json_contract() {
     }
     let rows = j["histogram"].as_array().unwrap();
     let sum: f64 = rows.iter().map(|r| r["fraction"].as_f64().unwrap()).sum();
-    assert!(sum > 0.99 && sum < 1.0001, "{sum}");
+    // The buckets span the 1e-5 to 1 - 1e-6 quantiles (cli::zonelock bucket_range), so at most
+    // 1.1e-5 of the mass falls outside them; floor/ceil to whole log2 buckets only adds mass.
+    assert!(sum > 0.9999 && sum < 1.0001, "{sum}");
     for r in rows {
         assert!(r["lo_ns"].as_u64().unwrap() <= r["hi_ns"].as_u64().unwrap());
     }

@@ -494,11 +494,13 @@ mod tests {
     #[test]
     fn survival_is_a_smooth_step_at_capacity() {
         let c = 320.0;
+        // P[Poisson(20 d / C) <= 19]: 1 at d = 0, 0.9965 at C/2, 0.470 at C (a Poisson's median
+        // is near its mean, so just under 1/2), 4e-4 at 2C.
         assert!(survival(0.0, c, 20.0) > 0.999);
         assert!(survival(0.5 * c, c, 20.0) > 0.99);
         let mid = survival(c, c, 20.0);
-        assert!(mid > 0.35 && mid < 0.6, "{mid}");
-        assert!(survival(2.0 * c, c, 20.0) < 0.01);
+        assert_relative_eq!(mid, 0.470, epsilon = 0.001);
+        assert!(survival(2.0 * c, c, 20.0) < 0.001);
         // Fewer ways: a wider step.
         assert!(survival(0.5 * c, c, 4.0) < survival(0.5 * c, c, 20.0));
     }
@@ -572,6 +574,8 @@ mod tests {
         }
         let c = page_access_cost(&h, &ReuseDist::uniform(0.0, 112.0), 0.0, 10.0);
         // Short distances on a victim LLC: nearly every line from the other core, 64 lines / 10.
-        assert_relative_eq!(c.total_ns, 6.4 * 52.0, max_relative = 0.01);
+        // Up to 112 pages against this private cache, the survival P[Poisson(W d / C) <= W - 1]
+        // leaves the other core's share at 1 - 3e-6; 1e-4 covers that LLC share.
+        assert_relative_eq!(c.total_ns, 6.4 * 52.0, max_relative = 1e-4);
     }
 }

@@ -614,6 +614,12 @@ mod tests {
         let off = model.estimate(&p, false).unwrap();
         let on = model.estimate(&p, true).unwrap();
         assert!((off.acquisitions_per_folio - 2.0).abs() < 1e-12);
-        assert!(on.acquisitions < off.acquisitions / 10.0, "{on:?}");
+        // With order 4 on the PCP lists only the first cycle's ramp takes the lock: at most every
+        // alloc and free of one cycle against all of them in every cycle, so acquisitions fall
+        // by at least the cycles per task (531; 1226x when written).
+        assert!(
+            on.acquisitions * off.cycles_per_task as f64 <= off.acquisitions,
+            "{on:?}"
+        );
     }
 }
