@@ -24,12 +24,10 @@ pub struct Args {
 
 /// Runs `pcpmodel assumptions`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    let threads = pcpmodel::validate::threads()?;
     let list = match &args.thread {
-        Some(t) if pcpmodel::validate::THREADS.contains(&t.as_str()) => assumptions::for_thread(t),
-        Some(t) => anyhow::bail!(
-            "--thread {t}: threads are {}",
-            pcpmodel::validate::THREADS.join(", ")
-        ),
+        Some(t) if threads.contains(t) => assumptions::for_thread(t),
+        Some(t) => anyhow::bail!("--thread {t}: threads are {}", threads.join(", ")),
         None => assumptions::all(),
     };
     let mut t = Table::new([

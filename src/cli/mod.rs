@@ -25,6 +25,7 @@ mod optimal_high;
 mod plot;
 mod predict;
 mod validate;
+mod workloads;
 mod zoneinfo;
 mod zonelock;
 
@@ -87,6 +88,12 @@ pub enum Command {
     Machines(machines::ListArgs),
     /// Show one machine (built-in name or TOML path) with the provenance of every value.
     Machine(machines::MachineArgs),
+    /// List the built-in workloads (name, kind, mechanisms, machine, kernel, thread, source);
+    /// `--kinds` lists the kinds.
+    Workloads(workloads::ListArgs),
+    /// Show one workload (built-in name, alias or TOML path) with the basis and source of every
+    /// value.
+    Workload(workloads::WorkloadArgs),
     /// What the kernel configures on a machine: every zone's watermarks, batch and high.
     Kernel(kernel::Args),
     /// Check a /proc/zoneinfo against the kernel's formulas (exit 1 on any mismatch).
@@ -100,7 +107,8 @@ pub enum Command {
     OptimalHigh(optimal_high::Args),
     /// Machine A vs B: cost terms side by side and a one-parameter-at-a-time attribution.
     Explain(explain::Args),
-    /// Fit a model's parameters to a CSV of measurements (exit 1 if the fit does not converge).
+    /// Fit a workload's parameters to a CSV of measurements (exit 1 if the fit does not
+    /// converge).
     Fit(fit::Args),
     /// zone->lock: rmqueue_bulk() latency histogram, percentiles and lock utilisation.
     Latency(zonelock::LatencyArgs),
@@ -121,7 +129,8 @@ pub enum Command {
     Memcg(allocpath::MemcgArgs),
     /// Draw a figure as SVG.
     Plot(plot::Args),
-    /// Every built-in measurement table: measured vs predicted, fitted or held out.
+    /// Every built-in measurement table (or one workload against a CSV): measured vs predicted,
+    /// fitted, left out or blind.
     Validate(validate::Args),
     /// Every assumed constant (neither hardware nor kernel): value, unit, provenance, spread,
     /// and the tables visible while it was chosen.
@@ -181,6 +190,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Machines(a) => machines::list(a, format),
         Command::Machine(a) => machines::show(a, format),
+        Command::Workloads(a) => workloads::list(a, format),
+        Command::Workload(a) => workloads::show(a, format),
         Command::Kernel(a) => kernel::run(a, format),
         Command::Zoneinfo(a) => zoneinfo::run(a, format),
         Command::Detect(a) => detect::run(a, format),

@@ -1,16 +1,50 @@
-//! `pcpmodel validate`: every built-in table, measured vs predicted.
+//! `pcpmodel validate`: every built-in table, measured vs predicted; or one workload against a
+//! CSV (blind rows, and leave-one-out through the generic workload fit).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pcpmodel::output::report::{sig, Format, Report, Table};
-use pcpmodel::validate::{validate_thread, Role, THREADS};
+use pcpmodel::validate::workload::{validate_workload, WorkloadValidateOptions};
+use pcpmodel::validate::{threads, validate_thread, Role, TableValidation};
+use pcpmodel::Machine;
 
 /// Arguments of `pcpmodel validate`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Without --workload: the seed threads' tables (the `thread` of every built-in workload).
+With --workload W: W's thread's tables; with --workload W --data CSV: W against the CSV, whose
+columns are knob columns (tasks, high, batch, order, scale_max, free_high_threshold, free_high,
+and the kind's own knobs; numeric only) and one target column named like an output of the
+prediction (ns_per_op, throughput_per_task, throughput_total, score, ...), as in `fit --help`.
+Every row is predicted blind from the workload file (role no_fit: nothing fitted to the CSV);
+when the workload has quantities with basis \"fitted\" (or --free ones) and the CSV has at least
+3 rows, they are fitted to all rows (fitted) and each row is predicted by the fit without it (loo).
+
+Examples:
+  pcpmodel validate --workload netperf-udp
+  pcpmodel validate --workload my-loop.toml --data sweep.csv --machine host.toml")]
 pub struct Args {
     /// Only this seed thread ("000".."004"), computed alone.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "workload")]
     pub thread: Option<String>,
+    /// Only this workload (built-in name, alias or TOML file): its thread's tables, or with
+    /// --data the workload against that CSV.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub workload: Option<String>,
+    /// CSV of measurements to validate --workload against.
+    #[arg(long, value_name = "CSV", requires = "workload")]
+    pub data: Option<PathBuf>,
+    /// Machine the CSV's measurements come from (with --data; default the workload's).
+    #[arg(long, requires = "data")]
+    pub machine: Option<String>,
+    /// Kernel the CSV's measurements come from (with --data; default the workload's
+    /// reference_kernel).
+    #[arg(long, requires = "data")]
+    pub kernel: Option<String>,
+    /// Also fit this workload quantity (dotted field, e.g. op.work.ns) (with --data; repeatable).
+    #[arg(long = "free", value_name = "FIELD", requires = "data")]
+    pub free: Vec<String>,
     /// Also run the comparison fits that feed only notes (thread 003's fit of fault cost and
     /// hold to the unpatched case; most of the run time).
     #[arg(long)]
@@ -21,21 +55,59 @@ pub struct Args {
     pub sensitivities: bool,
 }
 
+/// One thread's tables, computed alone (not filtered out of all five).
+fn one_thread(t: &str, comparison_fits: bool) -> anyhow::Result<Vec<TableValidation>> {
+    match validate_thread(t, comparison_fits)? {
+        Some(v) => Ok(vec![v]),
+        None => anyhow::bail!(
+            "--thread {t}: no built-in table for that thread (threads: {})",
+            threads()?.join(", ")
+        ),
+    }
+}
+
+/// `--workload W [--data CSV]`.
+fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>> {
+    let w = super::workloads::resolve(name)?;
+    let Some(path) = &args.data else {
+        return match &w.spec.thread {
+            Some(t) => one_thread(t, args.with_comparison_fits),
+            None => anyhow::bail!(
+                "workload {} has no seed thread's table: give its measurements with --data CSV",
+                w.spec.name
+            ),
+        };
+    };
+    let machine = Machine::resolve(
+        args.machine
+            .as_deref()
+            .unwrap_or(w.spec.default_machine.as_str()),
+    )?;
+    let mut opts = WorkloadValidateOptions::for_workload(&w)?;
+    if let Some(k) = &args.kernel {
+        opts.base.kernel = Some(pcpmodel::kernel::version::KernelVersion::parse_labeled(
+            k, "--kernel",
+        )?);
+    }
+    opts.free = args.free.clone();
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| pcpmodel::Error::io(&label, e))?;
+    let pb = super::spinner(format!("validating {}", w.spec.name));
+    let v = validate_workload(&w, &machine, &text, &label, &opts);
+    pb.finish_and_clear();
+    Ok(vec![v?])
+}
+
 /// Runs `pcpmodel validate`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
-    let tables = match &args.thread {
-        // One thread is computed alone, not filtered out of all five.
-        Some(t) => match validate_thread(t, args.with_comparison_fits)? {
-            Some(v) => vec![v],
-            None => anyhow::bail!(
-                "--thread {t}: no built-in table for that thread (threads: {})",
-                THREADS.join(", ")
-            ),
-        },
-        None => {
-            let pb = super::progress_bar(THREADS.len() as u64, false);
+    let tables = match (&args.workload, &args.thread) {
+        (Some(w), _) => one_workload(&args, w)?,
+        (None, Some(t)) => one_thread(t, args.with_comparison_fits)?,
+        (None, None) => {
+            let threads = threads()?;
+            let pb = super::progress_bar(threads.len() as u64, false);
             let mut all = Vec::new();
-            for t in THREADS {
+            for t in &threads {
                 pb.set_message(format!("thread {t}"));
                 all.extend(validate_thread(t, args.with_comparison_fits)?);
                 pb.inc(1);

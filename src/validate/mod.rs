@@ -16,6 +16,7 @@ pub mod t001;
 pub mod t002;
 pub mod t003;
 pub mod t004;
+pub mod workload;
 
 /// What a row's prediction knew of the point it is compared with. Only `loo`, `held_out`,
 /// `no_fit` and `literature` rows are tests of the model; `seen` rows are not, even where the
@@ -221,8 +222,18 @@ impl TableValidation {
     }
 }
 
-/// The threads `validate` knows.
-pub const THREADS: [&str; 5] = ["000", "001", "002", "003", "004"];
+/// The seed threads `validate` knows: the `thread` field of every built-in workload file
+/// (through [`crate::workload::registry`]), sorted, each once.
+pub fn threads() -> Result<Vec<String>> {
+    let mut v: Vec<String> = crate::workload::Registry::builtin()
+        .all_builtin()?
+        .into_iter()
+        .filter_map(|w| w.spec.thread)
+        .collect();
+    v.sort();
+    v.dedup();
+    Ok(v)
+}
 
 /// Validates one thread's tables (`"000"`..`"004"`); `None` for another name. Comparison fits
 /// that feed only a note (thread 003's) run when `comparison_fits` is set.
@@ -403,7 +414,7 @@ pub fn sensitivity_notes(thread: &str, s: &[Sensitivity]) -> Vec<String> {
 
 /// Validates every built-in table (comparison fits as in [`validate_thread`]).
 pub fn validate_all(comparison_fits: bool) -> Result<Vec<TableValidation>> {
-    THREADS
+    threads()?
         .iter()
         .filter_map(|t| validate_thread(t, comparison_fits).transpose())
         .collect()

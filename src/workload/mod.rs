@@ -28,11 +28,13 @@
 //! Seed 000 (Yafang Shao, 2024-07): the script and "Run this script 10 times in parallel";
 //! "Using the cpuset cgroup, we can restrict the test script to run on NUMA node 0 only".
 
+pub mod fit;
 pub mod kind;
 pub mod kinds;
 pub mod registry;
 pub mod spec;
 
+pub use fit::WorkloadFit;
 pub use kind::{Kind, Knobs, Mechanism, Predicted};
 pub use registry::{resolve, Registry, Workload};
 pub use spec::WorkloadSpec;
