@@ -26,6 +26,7 @@ mod load;
 mod schema;
 mod validate;
 
+pub(crate) use load::toml_error;
 pub use load::{field_line, BuiltinMachine, BUILTIN};
 pub use schema::{CacheLevel, Clock, Cpu, Latencies, Machine, Memory, Policy, Sharing, Topology};
 
