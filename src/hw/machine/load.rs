@@ -1,0 +1,217 @@
+//! Loading machines: the built-in files compiled from `models/`, TOML parsing and writing, and
+//! error locations (the line of a dotted field).
+
+use crate::error::{Error, Result};
+
+use super::schema::Machine;
+
+/// A built-in machine file: name and TOML text, compiled in.
+pub struct BuiltinMachine {
+    /// File stem, e.g. `icelake-server`.
+    pub name: &'static str,
+    /// TOML text.
+    pub toml: &'static str,
+}
+
+macro_rules! builtin {
+    ($($name:literal),* $(,)?) => {
+        &[$(BuiltinMachine {
+            name: $name,
+            toml: include_str!(concat!("../../../models/", $name, ".toml")),
+        }),*]
+    };
+}
+
+/// The machine files in `models/`, compiled into the binary (see `models/README.md` for where
+/// each value comes from).
+pub const BUILTIN: &[BuiltinMachine] = builtin![
+    "icelake-server",
+    "skylake-desktop",
+    "epyc-7w83",
+    "xeon-8260",
+    "broadwell-2s",
+    "memcg-72cpu",
+    "kunpeng-920",
+];
+
+impl Machine {
+    /// Parses and validates a machine from TOML text; `label` names the file in errors.
+    ///
+    /// A value that parses but is impossible is an [`Error::Parse`] naming the file, the line of
+    /// the key and the dotted field (an [`Error::Invalid`] when the field has no line of its own).
+    pub fn from_toml_str(text: &str, label: &str) -> Result<Machine> {
+        let m: Machine = toml::from_str(text).map_err(|e| toml_error(label, text, &e))?;
+        m.validate(label).map_err(|e| locate_invalid(e, text))?;
+        Ok(m)
+    }
+
+    /// Loads a machine from a TOML file.
+    pub fn from_path(path: &std::path::Path) -> Result<Machine> {
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&label, e))?;
+        Self::from_toml_str(&text, &label)
+    }
+
+    /// A built-in machine by name.
+    pub fn builtin(name: &str) -> Result<Machine> {
+        let b = BUILTIN
+            .iter()
+            .find(|b| b.name == name)
+            .ok_or_else(|| Error::Unknown {
+                kind: "machine",
+                name: name.to_string(),
+                hint: format!(
+                    ": built-in machines are {} (or give a path to a TOML file)",
+                    BUILTIN
+                        .iter()
+                        .map(|b| b.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })?;
+        Self::from_toml_str(b.toml, &format!("built-in models/{}.toml", b.name))
+    }
+
+    /// A built-in name, or else a path to a TOML file.
+    pub fn resolve(name_or_path: &str) -> Result<Machine> {
+        if BUILTIN.iter().any(|b| b.name == name_or_path) {
+            return Self::builtin(name_or_path);
+        }
+        let p = std::path::Path::new(name_or_path);
+        if p.exists() {
+            return Self::from_path(p);
+        }
+        // A name that looks like a path is a file that does not exist, not an unknown built-in.
+        if name_or_path.contains(std::path::MAIN_SEPARATOR) || name_or_path.ends_with(".toml") {
+            return Err(Error::Io {
+                path: name_or_path.to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such machine file (built-in machines are named without .toml: see `pcpmodel machines`)",
+                ),
+            });
+        }
+        Self::builtin(name_or_path)
+    }
+
+    /// Every built-in machine.
+    pub fn all_builtin() -> Result<Vec<Machine>> {
+        BUILTIN.iter().map(|b| Self::builtin(b.name)).collect()
+    }
+
+    /// Serialises the machine back to TOML (the schema of `models/*.toml`).
+    pub fn to_toml_string(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::Unsupported(format!("cannot write TOML: {e}")))
+    }
+}
+
+/// Converts a toml error into an [`Error::Parse`] with a 1-based line number.
+pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error {
+    let line = e
+        .span()
+        .map(|s| {
+            let end = s.start.min(text.len());
+            text.as_bytes()[..end]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
+        })
+        .unwrap_or(0);
+    // Name the key of the offending line (`cores_per_socket = { value = -3, ... }`) when there is
+    // one, so the error says which field as well as where.
+    let field = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .and_then(|l| l.split_once('='))
+        .map(|(k, _)| k.trim())
+        .filter(|k| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
+        })
+        .unwrap_or("toml");
+    Error::parse(label, line, field, e.message().to_string())
+}
+
+/// Turns an [`Error::Invalid`] about a dotted field of a machine file into an [`Error::Parse`]
+/// with the line of that field in `text` (other errors pass through).
+fn locate_invalid(e: Error, text: &str) -> Error {
+    match e {
+        Error::Invalid {
+            file,
+            field,
+            message,
+        } => match field_line(text, &field) {
+            Some(line) => Error::Parse {
+                file,
+                line,
+                field,
+                message,
+            },
+            None => Error::Invalid {
+                file,
+                field,
+                message,
+            },
+        },
+        other => other,
+    }
+}
+
+/// The 1-based line of a dotted field (`cache[2].ways`, `latency_ns.dram_local`, `name`) in a
+/// machine file, or of its closest enclosing table; `None` when neither is in the text.
+pub fn field_line(text: &str, field: &str) -> Option<usize> {
+    let field = field.strip_suffix(".source").unwrap_or(field);
+    // Every key and table header with its full dotted path.
+    let mut found: Vec<(String, usize)> = Vec::new();
+    let mut table = String::new();
+    let mut arrays: Vec<(String, usize)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix("[[").and_then(|l| l.split("]]").next()) {
+            let name = name.trim().to_string();
+            let idx = match arrays.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, k)) => {
+                    *k += 1;
+                    *k - 1
+                }
+                None => {
+                    arrays.push((name.clone(), 1));
+                    0
+                }
+            };
+            table = format!("{name}[{idx}]");
+            found.push((table.clone(), i + 1));
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
+            table = name.trim().to_string();
+            found.push((table.clone(), i + 1));
+            continue;
+        }
+        if let Some((key, _)) = line.split_once('=') {
+            let key = key.trim().trim_matches('"');
+            let path = if table.is_empty() {
+                key.to_string()
+            } else {
+                format!("{table}.{key}")
+            };
+            found.push((path, i + 1));
+        }
+    }
+    let mut want = field.to_string();
+    loop {
+        if let Some((_, l)) = found.iter().find(|(p, _)| *p == want) {
+            return Some(*l);
+        }
+        // The enclosing table: drop the last component (`cache[2].ways` -> `cache[2]`).
+        match want.rfind('.') {
+            Some(k) => want.truncate(k),
+            None => return None,
+        }
+    }
+}
