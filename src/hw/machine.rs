@@ -208,6 +208,7 @@ pub const BUILTIN: &[BuiltinMachine] = builtin![
     "broadwell-2s",
     "memcg-72cpu",
     "kunpeng-920",
+    "xeon-gold-6252-2s",
 ];
 
 /// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
