@@ -3,6 +3,9 @@
 //! latency distribution of `rmqueue_bulk()` (wait + hold) from the finite-source queue of
 //! [`crate::model::lock`].
 //!
+//! [`generic`] extends it to any allocation loop of one order (kind `alloc-loop`: freed by the
+//! task in phases, interleaved, or after the interval); thread 000's loop is its `Phases` case.
+//!
 //! # Equations
 //! **1. Pages per hold.** One CPU's pageset of its node's Normal zone ([`PcpState`], the kernel's
 //! `nr_pcp_alloc()` / `nr_pcp_high()` / `nr_pcp_free()` for the version, `mm/page_alloc.c`
