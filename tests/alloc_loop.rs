@@ -71,6 +71,12 @@ fn bulk_alloc_order0_growth_against_issue_11() {
     // tasks' refills: ns(24) = 24 · S with S the lock time per page (hold + hand-over, 63
     // pages per refill on 6.1); at 1 task ns(1) = w + S. Hence ratio = 24 · S / (w + S).
     assert!(out(&many, "lock_utilisation") > 0.99);
+    // 6.1 refills a fixed batch: zone_batchsize() of a >= 1 GiB zone is 63 pages.
+    assert_eq!(many.zones[0].alloc.pages_per_acquisition, 63.0);
+    // Nothing is freed in the interval: no drain, and about half a batch on each list.
+    assert_eq!(many.zones[0].free.acquisitions_per_s, 0.0);
+    let held = many.zones[0].pcp_pages_held / 24.0;
+    assert!((held - 31.0).abs() < 1.0, "{held}");
     assert_eq!(out(&one, "wait_ns_per_alloc"), 0.0);
     let s = out(&one, "hold_pages_ns_per_alloc") + out(&one, "handover_ns_per_alloc");
     let w = out(&one, "work_ns_per_alloc");
