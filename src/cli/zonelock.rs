@@ -1,42 +1,46 @@
-//! Thread 000 commands: `latency`, `scale-max`, `plot latency`, and `predict --workload mmap-fill`.
-//! (Owned by the zone->lock model work.)
+//! zone->lock commands: `latency`, `scale-max`, `plot latency` for any workload whose kind
+//! models zone->lock (resolved through [`pcpmodel::workload::registry`]; the case is built by
+//! [`alloc_loop::lock_case`], whose docs give the rule for the lock's parameters), and
+//! `predict --workload mmap-fill`. (Owned by the zone->lock model work.)
 
 use std::process::ExitCode;
 
-use clap::ValueEnum;
 use pcpmodel::data::{self, Histogram};
 use pcpmodel::kernel::version::KernelVersion;
-use pcpmodel::model::zonelock::{workload_000, Prediction, ZoneLockModel};
+use pcpmodel::model::zonelock::Prediction;
 use pcpmodel::output::report::{sig, Format, Report, Table};
-use pcpmodel::validate::t000::{calibrate, Calibration};
-use pcpmodel::workload::NodeSpan;
+use pcpmodel::workload::kinds::alloc_loop::{self, LockCase};
+use pcpmodel::workload::{Knobs, NodeSpan, Workload};
 use pcpmodel::Machine;
-
-/// Workloads the zone->lock commands know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LockWorkload {
-    /// Thread 000: P processes mmap, fill and munmap 6 GiB (two buffers per iteration) in a loop.
-    MmapFill,
-}
 
 /// Arguments shared by `latency`, `scale-max` and `plot latency`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CaseArgs {
-    /// Machine: built-in name or TOML file.
-    #[arg(long, default_value = "epyc-7w83")]
-    pub machine: String,
-    /// Workload.
-    #[arg(long, value_enum, default_value_t = LockWorkload::MmapFill)]
-    pub workload: LockWorkload,
-    /// Parallel processes (one per CPU).
-    #[arg(long, default_value_t = 10)]
-    pub procs: u32,
-    /// NUMA nodes the processes run on: 1 (a cpuset on node 0) or all.
-    #[arg(long, default_value = "1")]
-    pub nodes: String,
-    /// Kernel version (default: 6.18, the newest the project models; thread 000 ran 6.10).
+    /// Machine: built-in name or TOML file (default: the workload's default machine).
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// Workload: built-in name or TOML file (`pcpmodel workloads`); any workload whose kind
+    /// models zone->lock.
+    #[arg(long, default_value = "mmap-fill")]
+    pub workload: String,
+    /// Parallel tasks, one per CPU (default: the workload's count).
+    #[arg(long, alias = "procs")]
+    pub tasks: Option<u32>,
+    /// NUMA nodes the tasks run on: 1 (node 0) or all (default: the workload's).
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// Kernel version (default: the workload's reference kernel; thread 000 ran 6.10).
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Allocation order (default: the workload's).
+    #[arg(long)]
+    pub order: Option<u8>,
+    /// pcp->batch, pages, set by hand (default: the kernel's).
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// pcp->high, pages, fixed (no auto-tuning; default: the kernel's).
+    #[arg(long)]
+    pub high: Option<u32>,
     /// Measurement interval for the count column, s (funclatency -i 600 in thread 000).
     #[arg(long, default_value_t = 600.0)]
     pub duration_s: f64,
@@ -47,10 +51,10 @@ pub struct CaseArgs {
 pub struct LatencyArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6: a build-time option (6.10+, default 5); thread 000
-    /// proposed a sysctl for it, which mainline did not merge.
-    #[arg(long, default_value_t = 5)]
-    pub scale_max: u8,
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6: a build-time option of kernels >= 6.7 (default 5
+    /// there; none before); thread 000 proposed a sysctl for it, which mainline did not merge.
+    #[arg(long)]
+    pub scale_max: Option<u8>,
 }
 
 /// Arguments of `pcpmodel scale-max`.
@@ -68,9 +72,9 @@ pub struct ScaleMaxArgs {
 pub struct PlotLatencyArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (a build-time option, 6.10+, default 5).
-    #[arg(long, default_value_t = 5)]
-    pub scale_max: u8,
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels >= 6.7, default 5 there).
+    #[arg(long)]
+    pub scale_max: Option<u8>,
     /// Measured histogram to draw beside the prediction (CSV lo_ns,hi_ns,count, as `pcpmodel
     /// import funclatency` writes). Default: thread 000's histogram of the same case, if any.
     #[arg(long)]
@@ -82,30 +86,65 @@ pub struct PlotLatencyArgs {
 
 struct Solved {
     machine: Machine,
+    workload: Workload,
     span: NodeSpan,
     kernel: KernelVersion,
-    calibration: Calibration,
-    model: ZoneLockModel,
+    case: LockCase,
 }
 
-fn setup(c: &CaseArgs) -> anyhow::Result<Solved> {
-    let machine = Machine::resolve(&c.machine)?;
-    let span = NodeSpan::parse(&c.nodes, "--nodes")?;
-    let kernel = super::predict::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
+impl Solved {
+    fn thread_000(&self) -> bool {
+        self.workload.spec.thread.as_deref() == Some("000")
+    }
+}
+
+fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
+    let workload = pcpmodel::workload::resolve(&c.workload)?;
+    if !workload.kind.has_zone_lock() {
+        anyhow::bail!(
+            "--workload {}: its kind '{}' does not model zone->lock (latency, scale-max and plot latency need a kind with the zone-lock mechanism, e.g. alloc-loop)",
+            workload.name(),
+            workload.kind.name()
+        );
+    }
+    let machine = Machine::resolve(
+        c.machine
+            .as_deref()
+            .unwrap_or(&workload.spec.default_machine),
+    )?;
+    if let Some(s) = scale_max {
+        check_scale(s)?;
+    }
     pcpmodel::bounds::DURATION_S
         .check_flag("--duration-s", c.duration_s)
         .map_err(anyhow::Error::msg)?;
-    pcpmodel::bounds::TASKS
-        .check_flag("--procs", f64::from(c.procs))
-        .map_err(anyhow::Error::msg)?;
-    let calibration = calibrate(&machine)?;
-    let model = ZoneLockModel::new(&machine, kernel)?;
+    if let Some(t) = c.tasks {
+        pcpmodel::bounds::TASKS
+            .check_flag("--tasks (--procs)", f64::from(t))
+            .map_err(anyhow::Error::msg)?;
+    }
+    if let Some(n) = &c.nodes {
+        NodeSpan::parse(n, "--nodes")?;
+    }
+    let kernel = super::predict::kernel_arg(&c.kernel, workload.spec.reference_kernel()?)?;
+    let knobs = Knobs {
+        kernel: Some(kernel),
+        batch: c.batch,
+        high: c.high,
+        order: c.order,
+        tasks: c.tasks,
+        nodes: c.nodes.clone(),
+        scale_max,
+        ..Knobs::default()
+    };
+    knobs.check()?;
+    let case = alloc_loop::lock_case(&workload.spec, &machine, &knobs)?;
     Ok(Solved {
+        span: case.nodes,
         machine,
-        span,
+        workload,
         kernel,
-        calibration,
-        model,
+        case,
     })
 }
 
@@ -114,6 +153,15 @@ fn check_scale(s: u8) -> anyhow::Result<()> {
         anyhow::bail!("--scale-max {s}: CONFIG_PCP_BATCH_SCALE_MAX is 0..=6");
     }
     Ok(())
+}
+
+/// A quantile of the refill latency, NaN when the loop takes no refill hold.
+fn q(pred: &Prediction, p: f64) -> anyhow::Result<f64> {
+    if pred.calls_per_s > 0.0 {
+        Ok(pred.quantile(p)?)
+    } else {
+        Ok(f64::NAN)
+    }
 }
 
 /// Log2 bucket range covering the prediction from its 1e-5 to its 1 − 1e-6 quantile.
@@ -148,9 +196,9 @@ fn measured_000(
 fn summary_json(pred: &Prediction) -> anyhow::Result<serde_json::Value> {
     Ok(serde_json::json!({
         "avg_ns": pred.avg_ns,
-        "p50_ns": pred.quantile(0.5)?,
-        "p99_ns": pred.quantile(0.99)?,
-        "p999_ns": pred.quantile(0.999)?,
+        "p50_ns": q(pred, 0.5)?,
+        "p99_ns": q(pred, 0.99)?,
+        "p999_ns": q(pred, 0.999)?,
         "calls_per_s": pred.calls_per_s,
         "pages_per_s": pred.pages_per_s,
         "lock_utilisation": pred.lock_utilisation,
@@ -186,25 +234,31 @@ fn zones_table(pred: &Prediction) -> Table {
     t
 }
 
-fn params_note(c: &Calibration) -> String {
+fn params_note(c: &LockCase) -> String {
     format!(
         "parameters: fixed_ns {} ns, lines_per_page {}, work_ns_per_page {} ns ({})",
         sig(c.params.fixed_ns, 4),
         sig(c.params.lines_per_page, 3),
         sig(c.params.work_ns_per_page, 4),
-        c.source
+        c.params_source
     )
 }
 
 /// Builds the `latency` report (also used by `predict --workload mmap-fill`).
-fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
-    check_scale(scale)?;
-    let s = setup(c)?;
-    let w = workload_000(c.procs, s.span);
-    let pred = s.model.predict(&s.calibration.params, &w, scale, true)?;
+fn latency_report(c: &CaseArgs, scale: Option<u8>) -> anyhow::Result<Report> {
+    let s = setup(c, scale)?;
+    let pred = s.case.predict(true)?;
+    let scale = s.case.scale_max_in_effect();
+    let procs = s.case.tasks;
+    if pred.calls_per_s <= 0.0 {
+        return Ok(no_refill_report(&s, &pred));
+    }
     let (lo, hi) = bucket_range(&pred)?;
     let buckets = pred.log2_fractions(lo, hi)?;
-    let measured = measured_000(&s.machine.name, c.procs, s.span, scale)?;
+    let measured = match scale {
+        Some(sc) if s.thread_000() => measured_000(&s.machine.name, procs, s.span, sc)?,
+        _ => None,
+    };
     let mfrac = |lo_ns: u64| -> Option<f64> {
         let (_, h) = measured.as_ref()?;
         let tot = h.total_count() as f64;
@@ -225,11 +279,12 @@ fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
     }
     cols.push("distribution".to_string());
     let mut hist = Table::new(cols).titled(format!(
-        "rmqueue_bulk() latency, {} procs on {} node(s) of {}, kernel {}, CONFIG_PCP_BATCH_SCALE_MAX {scale}",
-        c.procs,
+        "rmqueue_bulk() latency, {}: {procs} tasks on {} node(s) of {}, kernel {}, CONFIG_PCP_BATCH_SCALE_MAX {}",
+        s.workload.name(),
         s.span.as_str(),
         s.machine.name,
-        s.kernel
+        s.kernel,
+        scale.map_or("none".to_string(), |x| x.to_string())
     ));
     let mut rows_json = Vec::new();
     for (l, h, f) in &buckets {
@@ -253,14 +308,15 @@ fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
     }
     let mut json = summary_json(&pred)?;
     json["machine"] = s.machine.name.clone().into();
-    json["workload"] = "mmap-fill".into();
-    json["procs"] = c.procs.into();
+    json["workload"] = s.workload.name().into();
+    json["procs"] = procs.into();
     json["nodes"] = s.span.as_str().into();
-    json["scale_max"] = scale.into();
+    json["scale_max"] = serde_json::to_value(scale)?;
     json["histogram"] = rows_json.into();
     json["zones"] = serde_json::to_value(&pred.zones)?;
-    json["parameters"] = serde_json::to_value(s.calibration.params)?;
-    json["parameters_source"] = s.calibration.source.clone().into();
+    json["parameters"] = serde_json::to_value(s.case.params)?;
+    json["parameters_source"] = s.case.params_source.clone().into();
+    add_case_json(&mut json, &s, &pred)?;
     if let Some((case, h)) = &measured {
         json["measured"] = serde_json::json!({
             "case": case,
@@ -273,15 +329,16 @@ fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
     let mut notes = vec![format!(
         "avg {} us, p50 {} us, p99 {} us, p99.9 {} us; {} calls/s, {} pages/s ({} MB/s); lock utilisation {:.3}",
         sig(pred.avg_ns / 1e3, 4),
-        sig(pred.quantile(0.5)? / 1e3, 4),
-        sig(pred.quantile(0.99)? / 1e3, 4),
-        sig(pred.quantile(0.999)? / 1e3, 4),
+        sig(q(&pred, 0.5)? / 1e3, 4),
+        sig(q(&pred, 0.99)? / 1e3, 4),
+        sig(q(&pred, 0.999)? / 1e3, 4),
         sig(pred.calls_per_s, 4),
         sig(pred.pages_per_s, 4),
         sig(pred.pages_per_s * 4096.0 / 1e6, 4),
         pred.lock_utilisation
     )];
-    notes.push(params_note(&s.calibration));
+    notes.push(params_note(&s.case));
+    notes.push(ns_per_alloc_note(&s, &pred));
     if let Some((case, _)) = &measured {
         notes.push(format!("measured fraction: thread 000, {case}"));
     }
@@ -290,9 +347,83 @@ fn latency_report(c: &CaseArgs, scale: u8) -> anyhow::Result<Report> {
     );
     Ok(Report {
         json,
-        tables: vec![hist, zones_table(&pred)],
+        tables: vec![hist, zones_table(&pred), terms_table(&s, &pred)],
         notes,
     })
+}
+
+fn terms_table(s: &Solved, pred: &Prediction) -> Table {
+    let t = alloc_loop::mean_terms(&s.case, pred);
+    alloc_loop::terms_table(
+        &t,
+        format!(
+            "One allocation of one task, {}: {} tasks, {} node(s) of {}",
+            s.workload.name(),
+            s.case.tasks,
+            s.span.as_str(),
+            s.machine.name
+        ),
+    )
+}
+
+fn ns_per_alloc_note(s: &Solved, pred: &Prediction) -> String {
+    let t = alloc_loop::mean_terms(&s.case, pred);
+    format!(
+        "per allocation of one task: {} ns = work {} + lock hold per-page part {} + hand-over {} + wait {} ns",
+        sig(t.ns_per_alloc, 4),
+        sig(t.work_ns, 4),
+        sig(t.hold_pages_ns, 4),
+        sig(t.handover_ns, 4),
+        sig(t.wait_ns, 4)
+    )
+}
+
+/// Workload, kind, kernel, the per-allocation terms and the per-zone outputs of the kind.
+fn add_case_json(
+    json: &mut serde_json::Value,
+    s: &Solved,
+    pred: &Prediction,
+) -> anyhow::Result<()> {
+    let t = alloc_loop::mean_terms(&s.case, pred);
+    json["kind"] = s.workload.kind.name().into();
+    json["kernel"] = s.kernel.to_string().into();
+    json["tasks"] = s.case.tasks.into();
+    json["order"] = s.case.shape.order.into();
+    json["ns_per_alloc"] = t.ns_per_alloc.into();
+    json["terms_per_alloc"] = serde_json::to_value(t)?;
+    json["zone_outputs"] = serde_json::to_value(alloc_loop::zone_outputs(&s.case, pred))?;
+    Ok(())
+}
+
+/// The report of a loop that takes no refill hold (e.g. page_bench01: every allocation is
+/// served by the page freed just before).
+fn no_refill_report(s: &Solved, pred: &Prediction) -> Report {
+    let mut json = serde_json::json!({
+        "machine": s.machine.name,
+        "workload": s.workload.name(),
+        "procs": s.case.tasks,
+        "nodes": s.span.as_str(),
+        "scale_max": s.case.scale_max_in_effect(),
+        "calls_per_s": 0.0,
+        "lock_utilisation": pred.lock_utilisation,
+        "histogram": [],
+        "parameters": s.case.params,
+        "parameters_source": s.case.params_source,
+    });
+    // add_case_json only fails on serialisation, which these plain structs cannot.
+    let _ = add_case_json(&mut json, s, pred);
+    Report {
+        json,
+        tables: vec![zones_table(pred), terms_table(s, pred)],
+        notes: vec![
+            format!(
+                "{} takes no rmqueue_bulk() refill in steady state: the PCP list serves every allocation, so there is no refill latency to show",
+                s.workload.name()
+            ),
+            ns_per_alloc_note(s, pred),
+            params_note(&s.case),
+        ],
+    }
 }
 
 /// Runs `pcpmodel latency`.
@@ -308,11 +439,16 @@ pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode>
             .check_flag("--p99-us", t)
             .map_err(anyhow::Error::msg)?;
     }
-    let s = setup(&args.case)?;
-    let w = workload_000(args.case.procs, s.span);
+    let s = setup(&args.case, None)?;
+    if !(s.kernel.has_pcp_batch_scale_max() || s.kernel.may_have_scale_max_backport()) {
+        anyhow::bail!(
+            "scale-max: kernel {} has no CONFIG_PCP_BATCH_SCALE_MAX (added in 6.7): nothing to choose; give --kernel 6.7 or later",
+            s.kernel
+        );
+    }
     let mut preds = Vec::new();
     for scale in 0..=6u8 {
-        let p = s.model.predict(&s.calibration.params, &w, scale, true)?;
+        let p = s.case.with_scale_max(scale).predict(true)?;
         preds.push((scale, p));
     }
     let best_tp = preds.iter().map(|(_, p)| p.pages_per_s).fold(0.0, f64::max);
@@ -332,14 +468,15 @@ pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode>
         "meets target",
     ])
     .titled(format!(
-        "rmqueue_bulk() latency vs throughput, {} procs on {} node(s) of {}",
-        args.case.procs,
+        "rmqueue_bulk() latency vs throughput, {}: {} tasks on {} node(s) of {}",
+        s.workload.name(),
+        s.case.tasks,
         s.span.as_str(),
         s.machine.name
     ));
     let mut chosen: Option<(u8, f64)> = None;
     for (scale, p) in &preds {
-        let p99 = p.quantile(0.99)?;
+        let p99 = q(p, 0.99)?;
         let meets = target_ns.map(|t| p99 <= t);
         if meets == Some(true) && chosen.is_none_or(|(_, tp)| p.pages_per_s > tp) {
             chosen = Some((*scale, p.pages_per_s));
@@ -355,9 +492,9 @@ pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode>
             scale.to_string(),
             max_hold.to_string(),
             sig(p.avg_ns / 1e3, 4),
-            sig(p.quantile(0.5)? / 1e3, 4),
+            sig(q(p, 0.5)? / 1e3, 4),
             sig(p99 / 1e3, 4),
-            sig(p.quantile(0.999)? / 1e3, 4),
+            sig(q(p, 0.999)? / 1e3, 4),
             sig(p.calls_per_s, 4),
             sig(p.pages_per_s, 4),
             format!("{rel:+.1}"),
@@ -389,17 +526,17 @@ pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode>
             "give --p99-us X to pick the setting that meets a latency target at the least throughput cost".to_string(),
         ),
     }
-    notes.push(params_note(&s.calibration));
+    notes.push(params_note(&s.case));
     let json = serde_json::json!({
         "machine": s.machine.name,
-        "workload": "mmap-fill",
-        "procs": args.case.procs,
+        "workload": s.workload.name(),
+        "procs": s.case.tasks,
         "nodes": s.span.as_str(),
         "target_p99_us": args.p99_us,
         "chosen_scale_max": chosen.map(|c| c.0),
         "settings": rows_json,
-        "parameters": s.calibration.params,
-        "parameters_source": s.calibration.source,
+        "parameters": s.case.params,
+        "parameters_source": s.case.params_source,
     });
     super::emit(
         &Report {
@@ -413,12 +550,15 @@ pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode>
 
 /// Runs `pcpmodel plot latency`.
 pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
-    check_scale(args.scale_max)?;
-    let s = setup(&args.case)?;
-    let w = workload_000(args.case.procs, s.span);
-    let pred = s
-        .model
-        .predict(&s.calibration.params, &w, args.scale_max, true)?;
+    let s = setup(&args.case, args.scale_max)?;
+    let pred = s.case.predict(true)?;
+    if pred.calls_per_s <= 0.0 {
+        anyhow::bail!(
+            "plot latency: {} takes no rmqueue_bulk() refill in steady state (the PCP list serves every allocation): no latency to draw",
+            s.workload.name()
+        );
+    }
+    let scale = s.case.scale_max_in_effect();
     let measured: Option<(String, Histogram)> = match &args.data {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -428,7 +568,10 @@ pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<Exi
                 Histogram::from_csv(&text, &p.display().to_string())?,
             ))
         }
-        None => measured_000(&s.machine.name, args.case.procs, s.span, args.scale_max)?,
+        None => match scale {
+            Some(sc) if s.thread_000() => measured_000(&s.machine.name, s.case.tasks, s.span, sc)?,
+            _ => None,
+        },
     };
     let (mut lo, mut hi) = bucket_range(&pred)?;
     if let Some((_, h)) = &measured {
@@ -458,11 +601,12 @@ pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<Exi
         None => Vec::new(),
     };
     let title = format!(
-        "rmqueue_bulk() latency: {}, {} procs, {} node(s), scale_max {}",
+        "rmqueue_bulk() latency, {}: {}, {} tasks, {} node(s), scale_max {}",
+        s.workload.name(),
         s.machine.name,
-        args.case.procs,
+        s.case.tasks,
         s.span.as_str(),
-        args.scale_max
+        scale.map_or("none".to_string(), |x| x.to_string())
     );
     pcpmodel::output::plot_latency::draw_log2_histograms(
         &args.output,
@@ -499,14 +643,17 @@ pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<Ex
         None => 5,
     };
     let case = CaseArgs {
-        machine: args.machine_name().to_string(),
-        workload: LockWorkload::MmapFill,
-        procs: args.procs.unwrap_or(10),
-        nodes: args.nodes.clone().unwrap_or_else(|| "1".to_string()),
+        machine: Some(args.machine_name().to_string()),
+        workload: "mmap-fill".to_string(),
+        tasks: Some(args.procs.unwrap_or(10)),
+        nodes: Some(args.nodes.clone().unwrap_or_else(|| "1".to_string())),
         kernel: args.kernel.clone(),
+        order: None,
+        batch: None,
+        high: None,
         duration_s: 600.0,
     };
-    let mut r = latency_report(&case, scale)?;
+    let mut r = latency_report(&case, Some(scale))?;
     // predict shows the terms first: the zone table, then the histogram.
     r.tables.reverse();
     super::predict::emit_predicted(args, &r, format)

@@ -5,7 +5,8 @@
 //! - [`pcp`]: the PCP lists' drain/refill discipline and the reuse distance it gives a page.
 //! - [`netperf`]: thread 004's producer/consumer throughput as a function of pcp->high.
 //! - [`zonelock`]: thread 000's mmap/fill/munmap loop on zone->lock: pages per hold, hold times,
-//!   rmqueue_bulk() latency histogram.
+//!   rmqueue_bulk() latency histogram; `zonelock::generic` for any allocation loop (kind
+//!   `alloc-loop`).
 //! - [`lock`]: the zone->lock queue (finite-source FIFO spinlock): mean wait, utilisation,
 //!   throughput, and the full distribution of time spent in one lock request.
 //! - [`lines`]: contended cache lines: transfers between cores, shared by SMT siblings, and the

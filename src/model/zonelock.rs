@@ -3,6 +3,9 @@
 //! latency distribution of `rmqueue_bulk()` (wait + hold) from the finite-source queue of
 //! [`crate::model::lock`].
 //!
+//! [`generic`] extends it to any allocation loop of one order (kind `alloc-loop`: freed by the
+//! task in phases, interleaved, or after the interval); thread 000's loop is its `Phases` case.
+//!
 //! # Equations
 //! **1. Pages per hold.** One CPU's pageset of its node's Normal zone ([`PcpState`], the kernel's
 //! `nr_pcp_alloc()` / `nr_pcp_high()` / `nr_pcp_free()` for the version, `mm/page_alloc.c`
@@ -75,11 +78,12 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
 use crate::kernel::config::{configure, KernelConfig, KernelOptions};
-use crate::kernel::layout::ZoneKind;
-use crate::kernel::ops::PcpState;
 use crate::kernel::version::KernelVersion;
-use crate::model::lock::{ClassShare, Dist, HoldAtom, HoldDist, HolderClass, LockQueue, ThinkLaw};
+use crate::model::lock::{Dist, LockQueue};
 use crate::workload::{zone_shares, MmapFill, NodeSpan};
+
+pub mod generic;
+pub use generic::{Freeing, LoopShape, LoopTally, PcpOverride, Tally, ThinkRule};
 
 /// Share of the per-page work outside the lock spent in the allocation phase (fault entry,
 /// zeroing, the user's write and copy); the rest is the unmap. Assumed: the fault path zeroes
@@ -178,6 +182,10 @@ pub struct BatchDynamics {
     pub scale_max: Option<u8>,
     /// Pages left on the PCP list at the end of the free phase (served without refill next time).
     pub leftover_pages: u32,
+    /// The loop (order, how it frees).
+    pub shape: LoopShape,
+    /// Steps, pages held, free_high drains and bypassing allocations of the recorded iteration.
+    pub tally: LoopTally,
 }
 
 impl BatchDynamics {
@@ -210,69 +218,6 @@ fn mean_pages(v: &[(u32, u64)]) -> f64 {
     v.iter().map(|r| f64::from(r.0) * r.1 as f64).sum::<f64>() / n as f64
 }
 
-fn add_count(v: &mut Vec<(u32, u64)>, pages: u32, count: u64) {
-    if count == 0 || pages == 0 {
-        return;
-    }
-    match v.iter_mut().find(|r| r.0 == pages) {
-        Some(r) => r.1 += count,
-        None => v.push((pages, count)),
-    }
-}
-
-/// One phase of `pages` allocations (or frees) on `st`, recording holds into `out` when given.
-fn run_phase(
-    st: &mut PcpState,
-    pages: u64,
-    alloc: bool,
-    mut out: Option<&mut Vec<(u32, u64)>>,
-) -> Result<()> {
-    let mut left = pages;
-    let mut prev: Option<(PcpState, u32)> = None;
-    while left > 0 {
-        let holds: Vec<u32> = if alloc {
-            let s = st.alloc(0)?;
-            if s.refill_pages > 0 {
-                vec![s.refill_pages]
-            } else {
-                Vec::new()
-            }
-        } else {
-            st.free(0)?.drained_pages_per_hold
-        };
-        left -= 1;
-        if holds.is_empty() {
-            continue;
-        }
-        for &h in &holds {
-            if let Some(o) = out.as_deref_mut() {
-                add_count(o, h, 1);
-            }
-        }
-        // Fast-forward: when the state right after this hold equals the state right after the
-        // previous one and one hold of `h` pages happened, the steps in between repeat exactly.
-        if holds.len() == 1 {
-            let h = holds[0];
-            if let Some((p, ph)) = &prev {
-                if *ph == h && p == st {
-                    let period = u64::from(h);
-                    let skip = (left / period).saturating_sub(1);
-                    if skip > 0 {
-                        left -= skip * period;
-                        if let Some(o) = out.as_deref_mut() {
-                            add_count(o, h, skip);
-                        }
-                    }
-                }
-            }
-            prev = Some((st.clone(), h));
-        } else {
-            prev = None;
-        }
-    }
-    Ok(())
-}
-
 /// Steps the pageset of `node`'s Normal zone through one warm-up and one recorded iteration of
 /// `pages_per_iteration` allocations then as many frees (see the module docs, item 1).
 pub fn mmap_fill_dynamics(
@@ -287,22 +232,32 @@ pub fn mmap_fill_dynamics(
             "must be at least 1",
         ));
     }
-    let mut st = cfg.pcp_state(node, ZoneKind::Normal)?;
-    run_phase(&mut st, pages_per_iteration, true, None)?;
-    run_phase(&mut st, pages_per_iteration, false, None)?;
-    let mut refill = Vec::new();
-    let mut free = Vec::new();
-    run_phase(&mut st, pages_per_iteration, true, Some(&mut refill))?;
-    run_phase(&mut st, pages_per_iteration, false, Some(&mut free))?;
-    refill.sort_unstable();
-    free.sort_unstable();
+    loop_batch_dynamics(
+        cfg,
+        node,
+        &LoopShape {
+            order: 0,
+            freeing: Freeing::Phases(pages_per_iteration),
+        },
+    )
+}
+
+/// Pages per hold of any loop shape ([`generic::loop_dynamics`]) as [`BatchDynamics`].
+pub fn loop_batch_dynamics(
+    cfg: &KernelConfig,
+    node: u32,
+    shape: &LoopShape,
+) -> Result<BatchDynamics> {
+    let (refill, free, tally, st) = generic::loop_dynamics(cfg, node, shape)?;
     Ok(BatchDynamics {
         refill,
         free,
-        pages_per_iteration,
+        pages_per_iteration: shape.allocs_per_iteration() << shape.order,
         batch_pages: st.batch_pages,
         scale_max: st.pcp_batch_scale_max(),
         leftover_pages: st.count_pages,
+        shape: *shape,
+        tally,
     })
 }
 
@@ -403,6 +358,8 @@ pub struct ZonePrediction {
     pub refill_wait_ns: f64,
     /// Mean refill latency (wait + hold), ns.
     pub refill_latency_ns: f64,
+    /// Mean drain wait, ns.
+    pub free_wait_ns: f64,
     /// Whether the solver was exact for these inputs.
     pub exact: bool,
     /// Refill latency distribution.
@@ -439,6 +396,7 @@ impl Prediction {
         self.weights()
             .into_iter()
             .zip(&self.zones)
+            .filter(|(w, z)| *w > 0.0 || z.dist.is_some())
             .map(|(w, z)| {
                 z.dist.as_ref().map(|d| (w, d)).ok_or_else(|| {
                     Error::Unsupported(
@@ -551,6 +509,19 @@ impl ZoneLockModel {
         )
     }
 
+    /// The kernel configuration with `CONFIG_PCP_BATCH_SCALE_MAX` given or the kernel's default
+    /// (None: 5 from 6.7, absent before).
+    pub fn kernel_config_opt(&self, scale_max: Option<u8>) -> Result<KernelConfig> {
+        configure(
+            &self.machine,
+            self.kernel,
+            KernelOptions {
+                pcp_batch_scale_max: scale_max,
+                ..KernelOptions::default()
+            },
+        )
+    }
+
     /// Pages per hold for each zone the workload uses.
     pub fn dynamics(&self, w: &MmapFill, scale_max: u8) -> Result<Vec<(u32, u32, BatchDynamics)>> {
         w.validate(&self.machine)?;
@@ -582,54 +553,9 @@ impl ZoneLockModel {
                 "the loop takes no zone->lock hold on one side ({refills} refills, {drains} drains per iteration)"
             )));
         }
-        let mut refill_atoms = Vec::new();
-        for &(pages, count) in &dyn_.refill {
-            for s in sources {
-                refill_atoms.push(HoldAtom {
-                    hold_ns: p.fixed_ns
-                        + f64::from(pages) * (self.cpu_ns_per_page + p.lines_per_page * s.line_ns),
-                    weight: count as f64 * s.probability,
-                });
-            }
-        }
-        let free_hold = HoldDist::from_pages(
-            &dyn_
-                .free
-                .iter()
-                .map(|&(pages, count)| (pages, count as f64))
-                .collect::<Vec<_>>(),
-            p.fixed_ns,
-            self.cpu_ns_per_page
-                + p.lines_per_page
-                    * (self.own_line_ns
-                        + crate::assumptions::value(
-                            "zonelock::FREE_MERGE_LINES",
-                            FREE_MERGE_LINES,
-                        ) * sources
-                            .iter()
-                            .map(|s| s.probability * s.line_ns)
-                            .sum::<f64>()),
-        )?;
-        let tot = (refills + drains) as f64;
         let share = crate::assumptions::value("zonelock::ALLOC_WORK_SHARE", ALLOC_WORK_SHARE);
-        let think_refill = dyn_.mean_refill_pages() * share * p.work_ns_per_page;
-        let think_free = dyn_.mean_free_pages() * (1.0 - share) * p.work_ns_per_page;
-        Ok(LockQueue {
-            n_cpus: procs,
-            classes: vec![
-                HolderClass::new(
-                    "refill",
-                    think_refill,
-                    HoldDist::Discrete {
-                        atoms: refill_atoms,
-                    },
-                )
-                .with_share(ClassShare::Fraction(refills as f64 / tot)),
-                HolderClass::new("free", think_free, free_hold)
-                    .with_share(ClassShare::Fraction(drains as f64 / tot)),
-            ],
-            think: ThinkLaw::Exponential,
-        })
+        self.queue_loop(p, procs, dyn_, sources, share, ThinkRule::BlocksMoved)?
+            .ok_or_else(|| Error::Unsupported("the loop takes no zone->lock hold".to_string()))
     }
 
     /// Predicts the workload with `CONFIG_PCP_BATCH_SCALE_MAX = scale_max`. With
@@ -653,55 +579,8 @@ impl ZoneLockModel {
         dyns: &[(u32, u32, BatchDynamics)],
         distribution: bool,
     ) -> Result<Prediction> {
-        let mut zones = Vec::new();
-        for (node, procs, d) in dyns {
-            let sources = refill_line_sources(&self.machine, *procs);
-            let q = self.queue(p, *procs, d, &sources)?;
-            let sol = q.solve()?;
-            let (r, f) = (&sol.classes[0], &sol.classes[1]);
-            let dist = if distribution {
-                Some(q.latency_distribution_from(&sol, 0)?)
-            } else {
-                None
-            };
-            zones.push(ZonePrediction {
-                node: *node,
-                procs: *procs,
-                dynamics: d.clone(),
-                line_sources: sources,
-                lock_utilisation: sol.utilisation,
-                refill_per_s: r.throughput_per_s,
-                free_per_s: f.throughput_per_s,
-                refill_hold_ns: r.hold_ns_mean,
-                free_hold_ns: f.hold_ns_mean,
-                refill_wait_ns: r.wait_ns_mean,
-                refill_latency_ns: r.response_ns_mean,
-                exact: sol.exact,
-                dist,
-            });
-        }
-        let calls: f64 = zones.iter().map(|z| z.refill_per_s).sum();
-        let avg = if calls > 0.0 {
-            zones
-                .iter()
-                .map(|z| z.refill_per_s * z.refill_latency_ns)
-                .sum::<f64>()
-                / calls
-        } else {
-            f64::NAN
-        };
-        let pages: f64 = zones
-            .iter()
-            .map(|z| z.refill_per_s * z.dynamics.mean_refill_pages())
-            .sum();
-        let util = zones.iter().map(|z| z.lock_utilisation).fold(0.0, f64::max);
-        Ok(Prediction {
-            avg_ns: avg,
-            calls_per_s: calls,
-            pages_per_s: pages,
-            lock_utilisation: util,
-            zones,
-        })
+        let share = crate::assumptions::value("zonelock::ALLOC_WORK_SHARE", ALLOC_WORK_SHARE);
+        self.predict_loop(p, dyns, share, false, ThinkRule::BlocksMoved, distribution)
     }
 }
 

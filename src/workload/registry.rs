@@ -41,6 +41,12 @@ builtin_workloads!(
     "memcg-netperf",
     "page-bench",
     "page-fault1-64k",
+    "bulk-alloc-order0",
+    "bulk-alloc-order9",
+    "will-it-scale-page-fault1",
+    "will-it-scale-page-fault2",
+    "page-bench01",
+    "kbuild",
 );
 
 /// Where a workload came from.

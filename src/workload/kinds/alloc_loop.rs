@@ -1,30 +1,567 @@
-//! Kind `alloc-loop` (stub: being filled in).
+//! Kind `alloc-loop`: `N` tasks, one per CPU, each allocating blocks of `op.order` and freeing
+//! them itself (in phases of `op.phase_pages`, or interleaved when absent), or not at all during
+//! the measured interval (`freed_by = "later"`), with `op.work` outside the allocator. Every
+//! allocation goes through the PCP lists of its node's Normal zone (or straight to the buddy
+//! allocator for orders the kernel does not keep there), and refills and drains take zone->lock.
+//!
+//! The evaluator is [`crate::model::zonelock`]'s: pages per hold from the kernel's own PCP state
+//! machine for the version ([`crate::model::zonelock::generic`]), hold times
+//! `H = fixed_ns + n · (cpu_ns_per_page + lines_per_page · x)`, and the finite-source lock queue.
+//! Thread 000's workload (`mmap-fill`) is this kind with `phase_pages` = its two 6 GiB buffers.
+//!
+//! # Where the lock's parameters come from (the rule)
+//! - **Thread 000's own workload** (`thread = "000"`): all three of `fixed_ns`,
+//!   `lines_per_page`, `work_ns_per_page` from [`crate::validate::t000::calibrate`]: fitted to
+//!   the machine's thread-000 histograms when it has some, else carried over (geometric means of
+//!   the measured machines, `fixed_ns` derived for the machine). This is `pcpmodel latency`'s
+//!   behaviour before the kind existed, number for number.
+//! - **Any other workload**: nothing is fitted to the workload's own data. `lines_per_page` and
+//!   `fixed_ns` come from thread 000's fit (another table) of, in this order: the machine itself
+//!   when it has thread-000 data; a thread-000 machine of the same `cpu.microarchitecture`
+//!   (Cascade Lake-SP: `xeon-8260`'s fit serves `xeon-gold-6252-2s`); else the carried-over
+//!   values of `calibrate`. `fixed_ns` drops thread 000's funclatency probe
+//!   ([`PROBE_NS`], assumed) and adds the workload's own `params.probe_ns` (0 when nothing
+//!   traces the calls). The work outside the lock is the workload's `op.work` per allocation
+//!   (`ns`, or `cycles` at `params.clock_ghz` when the benchmark fixed the clock, else at the
+//!   machine's base clock); with `params.clock_ghz` the per-page CPU work under the lock
+//!   ([`crate::model::zonelock::CPU_CYCLES_PER_PAGE`]) is counted at that clock too.
+//!
+//! # Knobs
+//! `--tasks`, `--nodes`, `--kernel` (default: the workload's `reference_kernel`), `--scale-max`
+//! (CONFIG_PCP_BATCH_SCALE_MAX, kernels >= 6.7, or 6.6 with the backport), `--batch`, `--high`
+//! (fixed), `--order`.
+//!
+//! # Outputs
+//! Per zone ([`ZoneOutput`]): refill and drain sides (acquisitions/s, pages per acquisition,
+//! wait mean, hold mean/p50/p99, wait per page; the queue gives the wait's mean only, so its p50
+//! and p99 are NaN — the refill latency's quantiles are the outputs `refill_latency_p50_ns` /
+//! `refill_latency_p99_ns`), lock utilisation, the lock's share of the tasks' time, pages/s
+//! bypassing the PCP lists, free_high drains/s, pages held on PCP lists. `ns_per_op` is the time
+//! of one allocation of one task. The terms per allocation (`work_ns_per_alloc`,
+//! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`, refill and drain
+//! sides together) are named outputs too.
+
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
-use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
-use crate::workload::spec::WorkloadSpec;
+use crate::kernel::version::KernelVersion;
+use crate::model::zonelock::{
+    Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockModel, ZoneLockParams,
+    ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
+};
+use crate::output::report::{sig, Report, Table};
+use crate::workload::kind::{Kind, Knobs, LockSide, Mechanism, Predicted, Stat, ZoneOutput};
+use crate::workload::spec::{FreedBy, WorkloadSpec};
+use crate::workload::NodeSpan;
 
 /// Kind `alloc-loop`.
 pub struct AllocLoop;
+
+/// Everything a zone->lock prediction of one workload needs: the model, its parameters and
+/// where they come from, and the loop.
+#[derive(Debug, Clone)]
+pub struct LockCase {
+    /// Workload name.
+    pub workload: String,
+    /// The model (machine, kernel).
+    pub model: ZoneLockModel,
+    /// `fixed_ns`, `lines_per_page`, and the work per allocation in `work_ns_per_page`.
+    pub params: ZoneLockParams,
+    /// Where the parameters come from, in words.
+    pub params_source: String,
+    /// Tasks.
+    pub tasks: u32,
+    /// Nodes.
+    pub nodes: NodeSpan,
+    /// The loop.
+    pub shape: LoopShape,
+    /// Share of the work after allocations.
+    pub share: f64,
+    /// Refills find cold lines (pages never freed in the interval).
+    pub cold: bool,
+    /// CONFIG_PCP_BATCH_SCALE_MAX given (None: the kernel's default).
+    pub scale_max: Option<u8>,
+    /// batch / high by hand.
+    pub over: PcpOverride,
+    /// How the work is divided over the holds (thread 000's rule for its own workload).
+    pub rule: ThinkRule,
+}
+
+impl LockCase {
+    /// Batch dynamics of every zone used.
+    pub fn dynamics(&self) -> Result<Vec<(u32, u32, crate::model::zonelock::BatchDynamics)>> {
+        self.model.loop_dynamics(
+            self.tasks,
+            self.nodes,
+            &self.shape,
+            self.scale_max,
+            self.over,
+        )
+    }
+
+    /// Solves the case (with the refill latency distribution when `distribution`).
+    pub fn predict(&self, distribution: bool) -> Result<Prediction> {
+        let d = self.dynamics()?;
+        self.model.predict_loop(
+            &self.params,
+            &d,
+            self.share,
+            self.cold,
+            self.rule,
+            distribution,
+        )
+    }
+
+    /// The same case with another CONFIG_PCP_BATCH_SCALE_MAX.
+    pub fn with_scale_max(&self, s: u8) -> LockCase {
+        LockCase {
+            scale_max: Some(s),
+            ..self.clone()
+        }
+    }
+
+    /// CONFIG_PCP_BATCH_SCALE_MAX in effect (None: the kernel has none).
+    pub fn scale_max_in_effect(&self) -> Option<u8> {
+        use crate::kernel::ops::DEFAULT_PCP_BATCH_SCALE_MAX;
+        self.scale_max.or(self
+            .model
+            .kernel
+            .has_pcp_batch_scale_max()
+            .then_some(DEFAULT_PCP_BATCH_SCALE_MAX))
+    }
+}
+
+/// Thread-000 machine whose fit serves `machine` (see the module docs' rule), with the reason.
+fn reference_machine(machine: &Machine, t000: &[String]) -> Result<Option<(Machine, String)>> {
+    if t000.contains(&machine.name) {
+        return Ok(Some((
+            machine.clone(),
+            format!("thread 000's fit of {}", machine.name),
+        )));
+    }
+    let ua = &machine.cpu.microarchitecture.value;
+    for n in t000 {
+        let m = Machine::builtin(n)?;
+        if &m.cpu.microarchitecture.value == ua {
+            return Ok(Some((
+                m,
+                format!("thread 000's fit of {n} (same microarchitecture, {ua})"),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// The lock parameters of a workload on a machine by the module docs' rule; `work_ns` is the
+/// work per allocation (ignored for thread 000's workload, whose work is fitted).
+fn lock_params(
+    w: &WorkloadSpec,
+    machine: &Machine,
+    work_ns: f64,
+) -> Result<(ZoneLockParams, String)> {
+    use crate::validate::t000::calibrate;
+    if w.thread.as_deref() == Some("000") {
+        let c = calibrate(machine)?;
+        return Ok((c.params, c.source));
+    }
+    let mut t000: Vec<String> = crate::data::histograms_000()?
+        .into_iter()
+        .map(|h| h.machine)
+        .collect();
+    t000.dedup();
+    let (c, from) = match reference_machine(machine, &t000)? {
+        Some((m, why)) => (calibrate(&m)?, why),
+        None => {
+            let c = calibrate(machine)?;
+            let s = c.source.clone();
+            (c, s)
+        }
+    };
+    let probe = w.param_or("probe_ns", 0.0);
+    let fixed = (c.params.fixed_ns + (probe - PROBE_NS)).max(0.0);
+    Ok((
+        ZoneLockParams {
+            fixed_ns: fixed,
+            lines_per_page: c.params.lines_per_page,
+            work_ns_per_page: work_ns,
+        },
+        format!(
+            "lines_per_page {} and fixed_ns from {from}; fixed_ns {} ns = {} ns fitted - {PROBE_NS} ns funclatency probe (assumed) + {probe} ns probe of this workload; work {} ns per allocation from the workload (op.work), not fitted",
+            sig(c.params.lines_per_page, 3),
+            sig(fixed, 4),
+            sig(c.params.fixed_ns, 4),
+            sig(work_ns, 4),
+        ),
+    ))
+}
+
+/// Builds the zone->lock case of workload `w` on `machine` with `k`'s knobs.
+pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockCase> {
+    let kernel: KernelVersion = match k.kernel {
+        Some(v) => v,
+        None => w.reference_kernel()?,
+    };
+    if let Some(s) = k.scale_max {
+        if !(kernel.has_pcp_batch_scale_max() || kernel.may_have_scale_max_backport()) {
+            return Err(Error::Unsupported(format!(
+                "--scale-max {s}: kernel {kernel} has no CONFIG_PCP_BATCH_SCALE_MAX (added in 6.7; batch scaling is fixed or absent before)"
+            )));
+        }
+    }
+    let tasks = k.tasks.unwrap_or(w.tasks.count.value);
+    let nodes = match &k.nodes {
+        Some(n) => NodeSpan::parse(n, "--nodes")?,
+        None => w.nodes()?,
+    };
+    let order = k.order.unwrap_or(w.op.order.value);
+    let freeing = match w.op.freed_by.value {
+        FreedBy::Same => match &w.op.phase_pages {
+            Some(q) if q.value >= 1.0 => Freeing::Phases(q.value.round() as u64),
+            _ => Freeing::Interleaved,
+        },
+        FreedBy::Later => Freeing::Never,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "workload {} (kind {}): the zone->lock loop models pages freed by the allocating task or not at all; freed_by = {other:?} is another kind's",
+                w.name, w.kind
+            )))
+        }
+    };
+    let mut model = ZoneLockModel::new(machine, kernel)?;
+    let clock = w.param_or("clock_ghz", machine.clock.base_ghz.value);
+    if !(clock.is_finite() && clock > 0.0) {
+        return Err(Error::invalid(
+            format!("workload {}", w.name),
+            "params.clock_ghz",
+            "must be > 0",
+        ));
+    }
+    if w.params.contains_key("clock_ghz") {
+        model.cpu_ns_per_page =
+            crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE) / clock;
+    }
+    let per_op = w.op.work.ns_at(clock);
+    let allocs = w.op.alloc_pages.value.max(1.0);
+    let work = per_op / allocs;
+    if w.thread.as_deref() != Some("000") && (work.is_nan() || work <= 0.0) {
+        return Err(Error::invalid(
+            format!("workload {}", w.name),
+            "op.work",
+            "kind alloc-loop needs work > 0 outside the allocator (the tasks' think time)",
+        ));
+    }
+    let (params, params_source) = lock_params(w, machine, work)?;
+    let share = w.param_or(
+        "alloc_work_share",
+        if freeing == Freeing::Never { 1.0 } else { 0.5 },
+    );
+    Ok(LockCase {
+        workload: w.name.clone(),
+        model,
+        params,
+        params_source,
+        tasks,
+        nodes,
+        shape: LoopShape { order, freeing },
+        share,
+        cold: freeing == Freeing::Never,
+        scale_max: k.scale_max,
+        over: PcpOverride {
+            batch: k.batch,
+            high: k.high,
+        },
+        rule: if w.thread.as_deref() == Some("000") {
+            ThinkRule::BlocksMoved
+        } else {
+            ThinkRule::PerIteration
+        },
+    })
+}
+
+/// The terms of one allocation of one task, ns (refill and drain sides together).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Terms {
+    /// Work outside the allocator.
+    pub work_ns: f64,
+    /// Lock holds, the per-page part.
+    pub hold_pages_ns: f64,
+    /// Lock holds, the fixed part (hand-over, per-call work, probes).
+    pub handover_ns: f64,
+    /// Waiting for the lock.
+    pub wait_ns: f64,
+    /// Time of one allocation of one task (the loop's cycle over its allocations).
+    pub ns_per_alloc: f64,
+}
+
+/// The terms of zone `z`'s tasks per allocation.
+pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
+    let d = &z.dynamics;
+    let allocs = d.shape.allocs_per_iteration() as f64;
+    let per_alloc = |holds: u64| holds as f64 / allocs;
+    let (r, f) = (per_alloc(d.refills()), per_alloc(d.drains()));
+    let fixed = case.params.fixed_ns;
+    let handover = (r + f) * fixed;
+    let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
+    let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
+    let work = case.params.work_ns_per_page;
+    // The loop's cycle from the queue's throughput (per task), over its allocations.
+    let procs = f64::from(z.procs.max(1));
+    let ns = if z.refill_per_s > 0.0 && d.refills() > 0 {
+        1e9 / (z.refill_per_s / procs / r)
+    } else if z.free_per_s > 0.0 && d.drains() > 0 {
+        1e9 / (z.free_per_s / procs / f)
+    } else {
+        work
+    };
+    Terms {
+        work_ns: work,
+        hold_pages_ns: (hold - handover).max(0.0),
+        handover_ns: handover,
+        wait_ns: wait,
+        ns_per_alloc: ns,
+    }
+}
+
+fn hold_stat(z: &ZonePrediction, case: &LockCase, refill: bool) -> Stat {
+    let d = &z.dynamics;
+    let list = if refill { &d.refill } else { &d.free };
+    let per_page = if refill {
+        z.line_sources
+            .iter()
+            .map(|s| {
+                s.probability
+                    * (case.model.cpu_ns_per_page + case.params.lines_per_page * s.line_ns)
+            })
+            .sum::<f64>()
+    } else {
+        case.model.free_ns_per_page(&case.params, &z.line_sources)
+    };
+    let mut atoms: Vec<(f64, f64)> = list
+        .iter()
+        .map(|&(p, c)| (case.params.fixed_ns + f64::from(p) * per_page, c as f64))
+        .collect();
+    atoms.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let tot: f64 = atoms.iter().map(|a| a.1).sum();
+    let q = |p: f64| {
+        let mut acc = 0.0;
+        for (x, w) in &atoms {
+            acc += w;
+            if acc >= p * tot {
+                return *x;
+            }
+        }
+        f64::NAN
+    };
+    Stat {
+        mean_ns: if refill {
+            z.refill_hold_ns
+        } else {
+            z.free_hold_ns
+        },
+        p50_ns: q(0.5),
+        p99_ns: q(0.99),
+    }
+}
+
+/// The per-zone outputs of a solved case.
+pub fn zone_outputs(case: &LockCase, pred: &Prediction) -> Vec<ZoneOutput> {
+    pred.zones
+        .iter()
+        .map(|z| {
+            let d = &z.dynamics;
+            let t = terms(case, z);
+            let allocs_per_s = if t.ns_per_alloc > 0.0 {
+                1e9 / t.ns_per_alloc * f64::from(z.procs)
+            } else {
+                0.0
+            };
+            let per_s = |n: u64| allocs_per_s * n as f64 / d.shape.allocs_per_iteration() as f64;
+            let side = |refill: bool| {
+                let pages = if refill {
+                    d.mean_refill_pages()
+                } else {
+                    d.mean_free_pages()
+                };
+                let wait = if refill {
+                    z.refill_wait_ns
+                } else {
+                    z.free_wait_ns
+                };
+                LockSide {
+                    acquisitions_per_s: if refill { z.refill_per_s } else { z.free_per_s },
+                    pages_per_acquisition: pages,
+                    wait: Stat {
+                        mean_ns: wait,
+                        p50_ns: f64::NAN,
+                        p99_ns: f64::NAN,
+                    },
+                    hold: hold_stat(z, case, refill),
+                    wait_ns_per_page: if pages > 0.0 { wait / pages } else { 0.0 },
+                }
+            };
+            let lock_ns = t.handover_ns + t.hold_pages_ns + t.wait_ns;
+            ZoneOutput {
+                node: z.node,
+                zone: "Normal".to_string(),
+                tasks: z.procs,
+                alloc: side(true),
+                free: side(false),
+                utilisation: z.lock_utilisation,
+                lock_cycle_share: if t.ns_per_alloc > 0.0 {
+                    (lock_ns / t.ns_per_alloc).min(1.0)
+                } else {
+                    0.0
+                },
+                alloc_bypass_pages_per_s: per_s(d.tally.alloc.bypass_allocs)
+                    * f64::from(1u32 << d.shape.order),
+                free_high_drains_per_s: per_s(d.tally.free.free_high_drains),
+                pcp_pages_held: {
+                    let steps = d.tally.alloc.steps + d.tally.free.steps;
+                    if steps > 0 {
+                        (d.tally.alloc.count_sum + d.tally.free.count_sum) / steps as f64
+                            * f64::from(z.procs)
+                    } else {
+                        0.0
+                    }
+                },
+            }
+        })
+        .collect()
+}
+
+/// Task-weighted terms over the zones.
+pub fn mean_terms(case: &LockCase, pred: &Prediction) -> Terms {
+    let tot: f64 = pred.zones.iter().map(|z| f64::from(z.procs)).sum();
+    let mut m = Terms::default();
+    for z in &pred.zones {
+        let t = terms(case, z);
+        let w = f64::from(z.procs) / tot.max(1.0);
+        m.work_ns += w * t.work_ns;
+        m.hold_pages_ns += w * t.hold_pages_ns;
+        m.handover_ns += w * t.handover_ns;
+        m.wait_ns += w * t.wait_ns;
+        m.ns_per_alloc += w * t.ns_per_alloc;
+    }
+    m
+}
+
+/// The terms as a table (one row per term, ns per allocation).
+pub fn terms_table(t: &Terms, title: String) -> Table {
+    let mut tab = Table::new(["term", "ns per allocation", "share (%)"]).titled(title);
+    let tot = t.ns_per_alloc.max(f64::MIN_POSITIVE);
+    for (name, v) in [
+        ("work outside the allocator", t.work_ns),
+        ("lock hold, per-page part", t.hold_pages_ns),
+        ("lock hold, fixed part (hand-over)", t.handover_ns),
+        ("wait for the lock", t.wait_ns),
+        ("total (from the queue's throughput)", t.ns_per_alloc),
+    ] {
+        tab.push([
+            name.to_string(),
+            sig(v, 4),
+            format!("{:.1}", 100.0 * v / tot),
+        ]);
+    }
+    tab
+}
 
 impl Kind for AllocLoop {
     fn name(&self) -> &'static str {
         "alloc-loop"
     }
     fn description(&self) -> &'static str {
-        "alloc-loop"
+        "N tasks allocating (and freeing, or not) pages of one order through the PCP lists; refills and drains on zone->lock"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        &[]
+        &[Mechanism::PcpDynamics, Mechanism::ZoneLock]
     }
     fn knobs(&self) -> &'static [&'static str] {
-        &[]
+        &[
+            "tasks",
+            "nodes",
+            "kernel",
+            "scale-max",
+            "batch",
+            "high",
+            "order",
+        ]
     }
-    fn predict(&self, w: &WorkloadSpec, _m: &Machine, _k: &Knobs) -> Result<Predicted> {
-        Err(Error::Unsupported(format!(
-            "kind alloc-loop is not implemented yet ({})",
-            w.name
-        )))
+    fn check(&self, w: &WorkloadSpec) -> Result<()> {
+        let share = w.param_or("alloc_work_share", 0.5);
+        if !(0.0..=1.0).contains(&share) {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "params.alloc_work_share",
+                format!("{share} is not a fraction in 0..=1"),
+            ));
+        }
+        if matches!(w.op.freed_by.value, FreedBy::Partner | FreedBy::RemoteNode) {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.freed_by",
+                "kind alloc-loop frees on the allocating CPU (same) or not at all (later)",
+            ));
+        }
+        Ok(())
+    }
+    fn predict(&self, w: &WorkloadSpec, m: &Machine, k: &Knobs) -> Result<Predicted> {
+        let case = lock_case(w, m, k)?;
+        let pred = case.predict(true)?;
+        let t = mean_terms(&case, &pred);
+        let zones = zone_outputs(&case, &pred);
+        let tasks: u32 = pred.zones.iter().map(|z| z.procs).sum();
+        let tp = if t.ns_per_alloc > 0.0 {
+            1e9 / t.ns_per_alloc
+        } else {
+            0.0
+        };
+        let mut outputs = vec![
+            ("work_ns_per_alloc".to_string(), t.work_ns),
+            ("hold_pages_ns_per_alloc".to_string(), t.hold_pages_ns),
+            ("handover_ns_per_alloc".to_string(), t.handover_ns),
+            ("wait_ns_per_alloc".to_string(), t.wait_ns),
+            ("calls_per_s".to_string(), pred.calls_per_s),
+            ("pages_per_s".to_string(), pred.pages_per_s),
+            ("lock_utilisation".to_string(), pred.lock_utilisation),
+        ];
+        if pred.calls_per_s > 0.0 {
+            outputs.push(("refill_latency_mean_ns".to_string(), pred.avg_ns));
+            outputs.push(("refill_latency_p50_ns".to_string(), pred.quantile(0.5)?));
+            outputs.push(("refill_latency_p99_ns".to_string(), pred.quantile(0.99)?));
+        }
+        let json = serde_json::json!({
+            "workload": w.name,
+            "machine": m.name,
+            "kernel": case.model.kernel.to_string(),
+            "terms": t,
+            "zones": zones,
+            "parameters": case.params,
+            "parameters_source": case.params_source,
+        });
+        let report = Report {
+            json,
+            tables: vec![terms_table(
+                &t,
+                format!(
+                    "{}: one allocation of one task, {tasks} tasks on {} node(s) of {}, kernel {}",
+                    w.name,
+                    case.nodes.as_str(),
+                    m.name,
+                    case.model.kernel
+                ),
+            )],
+            notes: vec![case.params_source.clone()],
+        };
+        Ok(Predicted {
+            op: w.op.what.clone(),
+            ns_per_op: t.ns_per_alloc,
+            throughput_per_task: tp,
+            throughput_total: tp * f64::from(tasks),
+            tasks,
+            zones,
+            outputs,
+            report,
+        })
     }
 }

@@ -1,0 +1,201 @@
+//! Kind `alloc-loop` (issue 11): thread 000's mmap-fill through the kind equals the zone->lock
+//! model it generalises; Halbuer's bulk allocation growth ns(24)/ns(1) against issue 11's
+//! criterion; every built-in machine runs every alloc-loop workload through `latency`.
+
+use assert_cmd::Command;
+use pcpmodel::hw::machine::BUILTIN as MACHINES;
+use pcpmodel::kernel::version::KernelVersion;
+use pcpmodel::model::zonelock::{workload_000, ZoneLockModel};
+use pcpmodel::validate::t000::calibrate;
+use pcpmodel::workload::{resolve, Knobs, NodeSpan, Registry};
+use pcpmodel::Machine;
+
+/// Halbuer, "Re: [PATCH] mm: reduce lock contention of pcp buffer refill" (linux-mm,
+/// 2023-02-07, 68ba44d8-6899-c018-dcb3-36f3a96e6bea@sra.uni-hannover.de), Default kernel,
+/// order-0 rows (printed under "Huge pages"; the author confirmed the headings were swapped):
+/// ns per allocation with 1 and with 24 threads on socket 0 of a dual Xeon Gold 6252.
+const HALBUER_ORDER0_NS_1: f64 = 127.0;
+const HALBUER_ORDER0_NS_24: f64 = 1105.0;
+
+fn predict(workload: &str, machine: &str, tasks: u32) -> pcpmodel::workload::Predicted {
+    let w = resolve(workload).unwrap();
+    let m = Machine::builtin(machine).unwrap();
+    w.predict(
+        &m,
+        &Knobs {
+            tasks: Some(tasks),
+            ..Knobs::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn mmap_fill_through_the_kind_is_the_zone_lock_model() {
+    // Same machine, kernel, parameters and loop: the kind must give the model's numbers to the
+    // last bit (it is the same code, reached through the workload file).
+    let m = Machine::builtin("xeon-8260").unwrap();
+    let cal = calibrate(&m).unwrap();
+    let model = ZoneLockModel::new(&m, KernelVersion::new(6, 10)).unwrap();
+    let old = model
+        .predict(&cal.params, &workload_000(10, NodeSpan::One), 5, false)
+        .unwrap();
+    let w = resolve("mmap-fill").unwrap();
+    let case =
+        pcpmodel::workload::kinds::alloc_loop::lock_case(&w.spec, &m, &Knobs::default()).unwrap();
+    let new = case.predict(false).unwrap();
+    assert_eq!(old.avg_ns.to_bits(), new.avg_ns.to_bits());
+    assert_eq!(old.calls_per_s.to_bits(), new.calls_per_s.to_bits());
+    assert_eq!(old.zones[0].dynamics.refill, new.zones[0].dynamics.refill);
+    assert_eq!(old.zones[0].dynamics.free, new.zones[0].dynamics.free);
+}
+
+#[test]
+fn bulk_alloc_order0_growth_against_issue_11() {
+    let one = predict("bulk-alloc-order0", "xeon-gold-6252-2s", 1);
+    let many = predict("bulk-alloc-order0", "xeon-gold-6252-2s", 24);
+    let ratio = many.ns_per_op / one.ns_per_op;
+    let measured = HALBUER_ORDER0_NS_24 / HALBUER_ORDER0_NS_1; // 8.70
+    let out = |p: &pcpmodel::workload::Predicted, k: &str| p.output(k).unwrap();
+
+    // Issue 11's criterion is |ratio / 8.7 - 1| <= 30 %. The model, built from the kernel's
+    // batch rules and thread 000's Cascade Lake lock parameters with nothing fitted to
+    // Halbuer's table, does NOT meet it: it predicts about 17x. This test pins why, and fails
+    // when a model change brings the ratio into the band (then make it the acceptance test).
+    assert!(
+        (ratio / measured - 1.0).abs() > 0.30,
+        "ratio {ratio:.2} now meets issue 11's criterion (8.7 +- 30 %): turn this test into the acceptance assertion"
+    );
+
+    // Why: at 24 tasks the lock is saturated, so each allocation waits for the other 23
+    // tasks' refills: ns(24) = 24 · S with S the lock time per page (hold + hand-over, 63
+    // pages per refill on 6.1); at 1 task ns(1) = w + S. Hence ratio = 24 · S / (w + S).
+    assert!(out(&many, "lock_utilisation") > 0.99);
+    // 6.1 refills a fixed batch: zone_batchsize() of a >= 1 GiB zone is 63 pages.
+    assert_eq!(many.zones[0].alloc.pages_per_acquisition, 63.0);
+    // Nothing is freed in the interval: no drain, and about half a batch on each list.
+    assert_eq!(many.zones[0].free.acquisitions_per_s, 0.0);
+    let held = many.zones[0].pcp_pages_held / 24.0;
+    assert!((held - 31.0).abs() < 1.0, "{held}");
+    assert_eq!(out(&one, "wait_ns_per_alloc"), 0.0);
+    let s = out(&one, "hold_pages_ns_per_alloc") + out(&one, "handover_ns_per_alloc");
+    let w = out(&one, "work_ns_per_alloc");
+    // The closed form holds to the queue's precision at saturation (the think time overlaps
+    // the others' holds exactly when w < 23 S): 1 %.
+    let closed = 24.0 * s / (w + s);
+    assert!((ratio / closed - 1.0).abs() < 0.01, "{ratio} vs {closed}");
+    // The measured ratio needs S / (w + S) = 8.7 / 24 = 0.36; the model's lock time per page
+    // (60 cycles at the fixed 2.1 GHz + 0.55 cold struct-page lines at 85 ns DRAM + 1591 ns
+    // hand-over / 63 pages, about 100 ns) against 42 ns of fast path gives about 0.7.
+    let share = s / (w + s);
+    assert!(share > 0.6 && share < 0.8, "{share}");
+    // ns(1) itself is within 15 % of Halbuer's 127 ns (a check of scale, not the criterion).
+    assert!((one.ns_per_op / HALBUER_ORDER0_NS_1 - 1.0).abs() < 0.15);
+}
+
+#[test]
+fn bulk_alloc_order9_takes_one_refill_per_two_blocks() {
+    // 6.1 keeps order 9 on the PCP lists: a refill moves max(batch >> 9, 2) = 2 blocks.
+    let p = predict("bulk-alloc-order9", "xeon-gold-6252-2s", 1);
+    assert_eq!(p.zones[0].alloc.pages_per_acquisition, 1024.0);
+    assert_eq!(p.zones[0].alloc_bypass_pages_per_s, 0.0);
+}
+
+#[test]
+fn interleaved_order0_takes_no_lock_and_orders_off_the_lists_bypass() {
+    let p = predict("page-bench01", "broadwell-2s", 1);
+    assert_eq!(p.zones[0].alloc.acquisitions_per_s, 0.0);
+    assert_eq!(p.zones[0].free.acquisitions_per_s, 0.0);
+    // Order 4 on 6.1 is not kept on PCP lists: every allocation takes zone->lock itself.
+    let w = resolve("page-bench01").unwrap();
+    let m = Machine::builtin("broadwell-2s").unwrap();
+    let k = Knobs {
+        order: Some(4),
+        kernel: Some(KernelVersion::new(6, 1)),
+        ..Knobs::default()
+    };
+    let p = w.predict(&m, &k).unwrap();
+    let z = &p.zones[0];
+    assert!(z.alloc_bypass_pages_per_s > 0.0);
+    assert_eq!(z.alloc.pages_per_acquisition, 16.0);
+}
+
+#[test]
+fn scale_max_only_where_the_kernel_has_it() {
+    let w = resolve("bulk-alloc-order0").unwrap();
+    let m = Machine::builtin("xeon-gold-6252-2s").unwrap();
+    let k = Knobs {
+        kernel: Some(KernelVersion::new(6, 1)),
+        scale_max: Some(3),
+        ..Knobs::default()
+    };
+    assert!(w.predict(&m, &k).is_err());
+    let k = Knobs {
+        kernel: Some(KernelVersion::new(6, 10)),
+        scale_max: Some(3),
+        ..Knobs::default()
+    };
+    assert!(w.predict(&m, &k).is_ok());
+}
+
+#[test]
+fn every_machine_runs_every_alloc_loop_workload_through_latency() {
+    let reg = Registry::builtin();
+    let workloads: Vec<_> = reg
+        .all_builtin()
+        .unwrap()
+        .into_iter()
+        .filter(|w| w.kind.name() == "alloc-loop")
+        .collect();
+    assert!(workloads.len() >= 7);
+    for b in MACHINES {
+        let m = Machine::builtin(b.name).unwrap();
+        for w in &workloads {
+            let nodes = w.spec.nodes().unwrap().nodes_on(&m);
+            let tasks = w.spec.tasks.count.value.min(nodes * m.cpus_per_node());
+            let out = Command::cargo_bin("pcpmodel")
+                .unwrap()
+                .args(["latency", "--format", "json", "--workload", w.name()])
+                .args(["--machine", b.name, "--tasks", &tasks.to_string()])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{} on {}: {}",
+                w.name(),
+                b.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let ns = j["ns_per_alloc"].as_f64().unwrap();
+            let work = j["terms_per_alloc"]["work_ns"].as_f64().unwrap();
+            // An allocation costs at least its work outside the allocator.
+            assert!(
+                ns.is_finite() && ns >= work * 0.999,
+                "{} on {}",
+                w.name(),
+                b.name
+            );
+        }
+    }
+}
+
+#[test]
+fn latency_refuses_a_workload_without_zone_lock() {
+    // The error names the workload's kind.
+    let reg = Registry::builtin();
+    let Some(w) = reg
+        .all_builtin()
+        .unwrap()
+        .into_iter()
+        .find(|w| !w.kind.has_zone_lock())
+    else {
+        return; // every kind models zone->lock: nothing to refuse
+    };
+    Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["latency", "--workload", w.name()])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(w.kind.name()));
+}
