@@ -24,11 +24,16 @@ pub enum What {
     /// allows, and DRAM again with 4 KiB pages so the page walk is kept apart); cache-line
     /// ping-pong (lock cmpxchg) between two pinned threads for each pair class the topology
     /// has (SMT siblings, same LLC, another LLC, another socket); local and remote DRAM per
-    /// NUMA node; the LLC's inclusive bit from CPUID. Medians with quartiles and extremes over
-    /// the repeats. Run it on an idle machine: other runnable tasks are noise.
+    /// NUMA node; the LLC's inclusive bit from CPUID. Rounds of short interleaved trials, all
+    /// pinned to one CPU: every level's value is the median of its round medians, with a 95 %
+    /// confidence interval and the spread of single trials; core-to-core windows are split
+    /// into modes (a VM's vCPUs move between host cores). Run it on an idle machine: other
+    /// runnable tasks are noise. --repeat-check runs it all twice and says whether each level
+    /// repeats within 10 %.
     #[command(after_help = "\
 Examples:
   pcpmodel measure latency --quick
+  pcpmodel measure latency --realtime --repeat-check
   pcpmodel measure latency --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
     Latency(LatencyArgs),
     /// The real kernel's PCP behaviour under a workload at several pcp->high settings.
@@ -38,12 +43,16 @@ Examples:
 /// Arguments of `pcpmodel measure latency`.
 #[derive(Debug, clap::Args)]
 pub struct LatencyArgs {
-    /// A quarter of the loads and round trips, one pair per class, 3 repeats (a few seconds).
+    /// Half the loads and round trips, one pair per class, 25 rounds (a second or two).
     #[arg(long)]
     pub quick: bool,
-    /// Repeats of every measurement (default 7, or 3 with --quick).
+    /// Rounds of interleaved trials (default 101, or 25 with --quick).
     #[arg(long)]
     pub repeats: Option<usize>,
+    /// Run the whole measurement twice and print each level's difference between the runs and
+    /// whether it is within 10 % (exit 1 when one is not); nothing else is printed or written.
+    #[arg(long, conflicts_with_all = ["toml", "save_toml"])]
+    pub repeat_check: bool,
     /// Print only the detected machine with the measured latencies as a machine file (TOML).
     #[arg(long)]
     pub toml: bool,
@@ -71,9 +80,9 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
 }
 
 fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
-    let repeats = args.repeats.unwrap_or(if args.quick { 3 } else { 7 });
-    if !(1..=100).contains(&repeats) {
-        anyhow::bail!("--repeats {repeats}: must be 1..=100 (medians settle within a few repeats; more only takes longer)");
+    let repeats = args.repeats.unwrap_or(if args.quick { 25 } else { 101 });
+    if !(1..=1000).contains(&repeats) {
+        anyhow::bail!("--repeats {repeats}: must be 1..=1000 (a round takes tens of milliseconds; the medians settle within a hundred)");
     }
     let d = detect(&args.root)?;
     let (mut machine, assumed) = d.to_machine()?;
@@ -91,13 +100,22 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
         realtime: args.realtime,
         ..LatencyConfig::default()
     };
-    let pb = super::progress_bar(1, args.no_progress);
-    let report = latency::measure(&machine, &args.root, &cfg, &mut |msg, done, total| {
-        pb.set_length(total as u64);
-        pb.set_position(done as u64);
-        pb.set_message(msg.to_string());
-    })?;
-    pb.finish_and_clear();
+    let run = |label: &str| -> anyhow::Result<latency::LatencyReport> {
+        let pb = super::progress_bar(1, args.no_progress);
+        let r = latency::measure(&machine, &args.root, &cfg, &mut |msg, done, total| {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+            pb.set_message(format!("{label}{msg}"));
+        })?;
+        pb.finish_and_clear();
+        Ok(r)
+    };
+    if args.repeat_check {
+        let first = run("run 1: ")?;
+        let second = run("run 2: ")?;
+        return Ok(print_repeat_check(&first, &second, format));
+    }
+    let report = run("")?;
     let mut notes = report.notes.clone();
     let applied = report.apply_to(&mut machine);
     if args.toml || args.save_toml.is_some() {
@@ -145,15 +163,18 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
         "pages",
         "huge pages (%)",
         "median (ns)",
-        "IQR (ns)",
-        "min-max (ns)",
-        "n",
+        "95 % CI (ns)",
+        "CI (+-%)",
+        "trials p10-p90 (ns)",
+        "rounds x trials",
     ])
     .titled(format!(
-        "Load-to-use latency, dependent loads over a random cycle ({})",
-        report.date
+        "Load-to-use latency, dependent loads over a random cycle, median of {} round medians \
+         ({})",
+        report.rounds, report.date
     ));
     for r in &report.loads {
+        let e = &r.estimate;
         t.push([
             r.level.clone(),
             (r.bytes >> 10).to_string(),
@@ -163,22 +184,31 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
                 "4 KiB (MADV_NOHUGEPAGE)".to_string()
             },
             format!("{:.0}", 100.0 * r.huge_fraction),
-            sig(r.ns.median, 4),
-            format!("{}-{}", sig(r.ns.q1, 4), sig(r.ns.q3, 4)),
-            format!("{}-{}", sig(r.ns.min, 4), sig(r.ns.max, 4)),
-            r.ns.n.to_string(),
+            sig(e.value, 4),
+            format!("{}-{}", sig(e.ci95.0, 4), sig(e.ci95.1, 4)),
+            format!("{:.1}", e.rel_ci_pct),
+            format!(
+                "{}-{}",
+                sig(e.trials_p10_p90.0, 4),
+                sig(e.trials_p10_p90.1, 4)
+            ),
+            format!("{} x {}", e.n, r.trials_per_round),
         ]);
     }
     let mut c = Table::new([
         "pair class",
         "CPU pairs",
-        "one-way median (ns)",
-        "IQR (ns)",
-        "min-max (ns)",
-        "n",
+        "one-way (ns)",
+        "95 % CI (ns)",
+        "windows p10-p90 (ns)",
+        "modes (ns, share)",
+        "windows",
     ])
-    .titled("Core-to-core: cache-line ping-pong, one-way = round trip / 2");
+    .titled(
+        "Core-to-core: cache-line ping-pong, one-way = round trip / 2, the dominant mode's median",
+    );
     for r in &report.c2c {
+        let e = &r.estimate;
         c.push([
             r.class.to_string(),
             r.pairs
@@ -186,10 +216,19 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
                 .map(|(a, b)| format!("{a}-{b}"))
                 .collect::<Vec<_>>()
                 .join(" "),
-            sig(r.ns.median, 4),
-            format!("{}-{}", sig(r.ns.q1, 4), sig(r.ns.q3, 4)),
-            format!("{}-{}", sig(r.ns.min, 4), sig(r.ns.max, 4)),
-            r.ns.n.to_string(),
+            sig(e.value, 4),
+            format!("{}-{}", sig(e.ci95.0, 4), sig(e.ci95.1, 4)),
+            format!(
+                "{}-{}",
+                sig(e.trials_p10_p90.0, 4),
+                sig(e.trials_p10_p90.1, 4)
+            ),
+            r.modes
+                .iter()
+                .map(|m| format!("{} ({:.0} %)", sig(m.median, 4), 100.0 * m.share))
+                .collect::<Vec<_>>()
+                .join(", "),
+            e.trials.to_string(),
         ]);
     }
     notes.push(format!(
@@ -213,7 +252,7 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
         notes.push(format!(
             "TLB: DRAM with 4 KiB pages costs {} ns per load more than with huge pages (the \
              page walk); the DRAM latency written to a machine file is the huge-page one.",
-            sig(d4.ns.median - d2.ns.median, 3)
+            sig(d4.estimate.value - d2.estimate.value, 3)
         ));
     }
     let machine_json = match &applied {
@@ -236,4 +275,79 @@ fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Prints the per-level difference between two runs; exit 1 when one is outside the tolerance.
+fn print_repeat_check(
+    a: &latency::LatencyReport,
+    b: &latency::LatencyReport,
+    format: Format,
+) -> ExitCode {
+    let rows = latency::repeat_check(a, b);
+    let tol = latency::REPEAT_TOLERANCE_PCT;
+    let ci = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.1}")
+        } else {
+            "-".into()
+        }
+    };
+    let mut t = Table::new([
+        "level",
+        "run 1 (ns)",
+        "run 2 (ns)",
+        "CI run 1 (+-%)",
+        "CI run 2 (+-%)",
+        "difference (%)",
+        "within 10 %",
+    ])
+    .titled(format!(
+        "Repeat check: the whole measurement twice, {} rounds each ({})",
+        a.rounds, a.date
+    ));
+    for r in &rows {
+        t.push([
+            r.what.clone(),
+            sig(r.first, 4),
+            sig(r.second, 4),
+            ci(r.rel_ci_pct.0),
+            ci(r.rel_ci_pct.1),
+            format!("{:+.1}", r.diff_pct),
+            if r.within { "yes" } else { "NO" }.to_string(),
+        ]);
+    }
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.within)
+        .map(|r| r.what.as_str())
+        .collect();
+    let mut notes = vec![if failed.is_empty() {
+        format!("Every level repeats within {tol} %.")
+    } else {
+        format!("Not within {tol} %: {}.", failed.join(", "))
+    }];
+    for (i, r) in [a, b].iter().enumerate() {
+        if let Some((l, n)) = r.load_before {
+            notes.push(format!(
+                "Run {}: load average {l:.2} (1 min), {n} running task(s) at the start.",
+                i + 1
+            ));
+        }
+        for n in &r.notes {
+            if n.starts_with("Core-to-core") {
+                notes.push(format!("Run {}: {n}", i + 1));
+            }
+        }
+    }
+    let out = Report {
+        json: json!({"rows": rows, "tolerance_pct": tol, "runs": [a, b]}),
+        tables: vec![t],
+        notes,
+    };
+    super::print_report(&out, format);
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
