@@ -32,6 +32,7 @@ pub const BUILTIN: &[BuiltinMachine] = builtin![
     "broadwell-2s",
     "memcg-72cpu",
     "kunpeng-920",
+    "xeon-gold-6252-2s",
 ];
 
 impl Machine {
