@@ -225,6 +225,22 @@ pub fn netperf_params(machine: &Machine) -> Result<WorkloadParams> {
             machine.name
         ));
     }
+    carried_over(machine, measured, note)
+}
+
+/// The netperf workload parameters carried over in cycles from every machine thread 004
+/// measured (geometric mean, spread as the uncertainty), whether or not `machine` is one of them:
+/// what a producer-consumer workload other than thread 004's own uses (its per-page work was
+/// never measured anywhere).
+pub fn netperf_params_carried_over(machine: &Machine) -> Result<WorkloadParams> {
+    carried_over(machine, measured_machines_004()?, None)
+}
+
+fn carried_over(
+    machine: &Machine,
+    measured: Vec<String>,
+    note: Option<String>,
+) -> Result<WorkloadParams> {
     let mut logs = Vec::new();
     for name in &measured {
         let m = Machine::builtin(name)?;

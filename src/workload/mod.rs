@@ -30,6 +30,7 @@
 
 pub mod kind;
 pub mod kinds;
+pub mod not_modelled;
 pub mod registry;
 pub mod spec;
 

@@ -41,6 +41,10 @@ builtin_workloads!(
     "memcg-netperf",
     "page-bench",
     "page-fault1-64k",
+    "netperf-udp-stream",
+    "netperf-tcp-stream",
+    "iperf3-tcp",
+    "lmbench-af-unix",
 );
 
 /// Where a workload came from.
@@ -87,7 +91,10 @@ impl Workload {
         knobs: &super::kind::Knobs,
     ) -> Result<super::kind::Predicted> {
         knobs.check()?;
-        self.kind.predict(&self.spec, machine, knobs)
+        knobs.check_read_by(self.kind.as_ref(), &self.spec.name)?;
+        let mut p = self.kind.predict(&self.spec, machine, knobs)?;
+        super::not_modelled::add(&mut p.report, &self.spec, self.kind.name(), knobs)?;
+        Ok(p)
     }
 }
 
