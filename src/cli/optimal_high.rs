@@ -8,7 +8,7 @@ use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::Machine;
 
-use super::predict::{kernel_arg, PlacementArg};
+use super::args::{kernel_arg, PlacementArg};
 
 /// Arguments of `pcpmodel optimal-high`.
 #[derive(Debug, clap::Args)]

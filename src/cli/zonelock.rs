@@ -1,4 +1,5 @@
-//! Thread 000 commands: `latency`, `scale-max`, `plot latency`, and `predict --workload mmap-fill`.
+//! Thread 000 commands: `latency`, `scale-max`, `plot latency` (`predict --workload mmap-fill`
+//! goes through the workload registry's kind alloc-loop).
 //! (Owned by the zone->lock model work.)
 
 use std::process::ExitCode;
@@ -91,7 +92,7 @@ struct Solved {
 fn setup(c: &CaseArgs) -> anyhow::Result<Solved> {
     let machine = Machine::resolve(&c.machine)?;
     let span = NodeSpan::parse(&c.nodes, "--nodes")?;
-    let kernel = super::predict::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
+    let kernel = super::args::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
     pcpmodel::bounds::DURATION_S
         .check_flag("--duration-s", c.duration_s)
         .map_err(anyhow::Error::msg)?;
@@ -490,24 +491,4 @@ pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<Exi
         },
         format,
     )
-}
-
-/// `pcpmodel predict --workload mmap-fill`.
-pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<ExitCode> {
-    let scale = match args.scale_max {
-        Some(s) => u8::try_from(s).map_err(|_| anyhow::anyhow!("--scale-max {s}: 0..=6"))?,
-        None => 5,
-    };
-    let case = CaseArgs {
-        machine: args.machine_name().to_string(),
-        workload: LockWorkload::MmapFill,
-        procs: args.procs.unwrap_or(10),
-        nodes: args.nodes.clone().unwrap_or_else(|| "1".to_string()),
-        kernel: args.kernel.clone(),
-        duration_s: 600.0,
-    };
-    let mut r = latency_report(&case, scale)?;
-    // predict shows the terms first: the zone table, then the histogram.
-    r.tables.reverse();
-    super::predict::emit_predicted(args, &r, format)
 }
