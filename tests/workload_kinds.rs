@@ -222,3 +222,30 @@ fn memcg_batch_flag_points_to_charge_batch() {
         .code(2)
         .stderr(predicates::str::contains("--charge-batch"));
 }
+
+/// The kinds' native fit models are the ones `fit` registered for the threads (src/registry.rs):
+/// the same prediction for the same parameters and inputs, exactly.
+#[test]
+fn native_fits_are_the_registered_thread_models() {
+    for (workload, model, x) in [
+        ("netperf-udp", "netperf-pcp-high", vec![640.0]),
+        ("memcg-netperf", "memcg-netperf", vec![32.0]),
+        ("page-bench", "page-bench", vec![88.0, 1.0]),
+        ("page-fault1", "page-fault1", vec![1.0, 2.0]),
+    ] {
+        let w = resolve(workload).unwrap();
+        let m = Machine::builtin(&w.spec.default_machine).unwrap();
+        let native = w.kind.native_fit(&w.spec, &m).unwrap().unwrap();
+        let old = (pcpmodel::registry::find(model).unwrap().build)(&m).unwrap();
+        let p: Vec<f64> = old.params().iter().map(|s| s.default).collect();
+        assert_eq!(
+            native.predict(&p, &x).unwrap(),
+            old.predict(&p, &x).unwrap(),
+            "{workload}"
+        );
+        assert_eq!(
+            w.kind.native_columns().len(),
+            pcpmodel::registry::find(model).unwrap().columns.len()
+        );
+    }
+}

@@ -125,10 +125,6 @@ impl Kind for HighOrderFault {
     fn knobs(&self) -> &'static [&'static str] {
         &["tasks", "order", "high-order-pcp"]
     }
-    fn has_zone_lock(&self) -> bool {
-        // `latency` and `scale-max` are the alloc-loop's; this kind reports its zones itself.
-        false
-    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["run_s", "high_order_pcp"])
     }

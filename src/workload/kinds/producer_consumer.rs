@@ -130,20 +130,12 @@ impl Kind for ProducerConsumer {
         "sender/receiver pairs: the sender allocates pages of one order, the receiver frees them; cost per page from where the receiver finds the payload lines (PCP reuse distance vs caches) and zone->lock line transfers (thread 004)"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        &[
-            Mechanism::PcpDynamics,
-            Mechanism::CacheReuse,
-            Mechanism::ZoneLock,
-        ]
+        // zone->lock enters as line transfers per hold (no queue): not the ZoneLock mechanism.
+        &[Mechanism::PcpDynamics, Mechanism::CacheReuse]
     }
     fn knobs(&self) -> &'static [&'static str] {
         KNOBS
     }
-    fn has_zone_lock(&self) -> bool {
-        // The lock's lines are costed, its queueing is not: `latency` does not apply.
-        false
-    }
-
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["consumer_allocs_per_free"])?;
         let fitted =
