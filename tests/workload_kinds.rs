@@ -249,3 +249,28 @@ fn native_fits_are_the_registered_thread_models() {
         );
     }
 }
+
+#[test]
+fn a_given_fixed_work_replaces_thread_004s_calibration() {
+    // 2000 cycles per page, at icelake-server's base clock.
+    let text = std::fs::read_to_string(fixture()).unwrap().replace(
+        r#"work = { ns = { value = 0, source = "fitted: thread 004's fixed work, carried over in cycles (src/fit/calibrate.rs)", basis = "fitted" } }"#,
+        r#"work = { cycles = { value = 2000, source = "assumed: a test value" } }"#,
+    );
+    assert!(text.contains("cycles = { value = 2000"));
+    let w = Registry::builtin()
+        .from_toml_str(
+            &text,
+            "given.toml",
+            pcpmodel::workload::registry::Origin::Builtin,
+        )
+        .unwrap();
+    let m = Machine::builtin("icelake-server").unwrap();
+    let p = w.predict(&m, &Knobs::default()).unwrap();
+    let fixed = p.output("fixed_ns").unwrap();
+    assert!(
+        (fixed - 2000.0 / m.clock.base_ghz.value).abs() < 1e-9,
+        "{fixed}"
+    );
+    assert_eq!(p.output("score"), None);
+}

@@ -187,6 +187,10 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             "workload parameters fitted to {data}; the 95% interval samples their covariance and the machine's latencies by provenance ({} samples): the fitted parameters move the 1% range, the latencies move the optimum",
             o.ci_samples
         ),
+        pcpmodel::fit::calibrate::WorkloadSource::Given { source } => format!(
+            "fixed work given ({source}); the 95% interval samples the machine's latencies by provenance ({} samples)",
+            o.ci_samples
+        ),
         pcpmodel::fit::calibrate::WorkloadSource::CarriedOver { from } => format!(
             "no measurements for this machine: fixed work carried over as {} cycles/page from {} (geometric mean, log-spread and the machine's latency uncertainty propagated into the interval, {} samples)",
             sig(o.parameters.fixed_cycles, 4),

@@ -13,8 +13,9 @@
 //! `--free-high`.
 //!
 //! # Fixed work
-//! `op.work` must have `basis = "fitted"`: the work per page is thread 004's calibration
-//! ([`crate::fit::calibrate`]). Thread 004's own workload (`thread = "004"`) uses the fit on a
+//! A file's `op.work` with `basis = "fitted"` takes the work per page from thread 004's
+//! calibration ([`crate::fit::calibrate`]); any other basis takes the file's value (ns, or
+//! cycles at the machine's base clock) with no uncertainty and no score scale. Thread 004's own workload (`thread = "004"`) uses the fit on a
 //! machine thread 004 measured and the carry-over in cycles elsewhere
 //! ([`crate::fit::calibrate::netperf_params`]); every other producer-consumer workload uses the
 //! carry-over in cycles on every machine
@@ -34,8 +35,8 @@
 use crate::answer::optimal_high::{perturb_latencies, sweep_limit};
 use crate::error::{Error, Result};
 use crate::fit::calibrate::{
-    default_pcp, netperf_model, netperf_params, netperf_params_carried_over, WorkloadParams,
-    WorkloadSource,
+    default_pcp, netperf_model, netperf_params, netperf_params_carried_over, netperf_params_given,
+    WorkloadParams, WorkloadSource,
 };
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
@@ -113,8 +114,20 @@ fn llc_sharers(machine: &Machine, running: u32, nodes: NodeSpan) -> u32 {
     running.div_ceil(domains)
 }
 
-/// The workload parameters: thread 004's fit or carry-over (see the module docs).
+/// The workload parameters: the file's given work, else thread 004's fit or carry-over (see
+/// the module docs).
 fn work_params(w: &WorkloadSpec, machine: &Machine) -> Result<WorkloadParams> {
+    if let Some(q) = w.op.work.quantity().filter(|q| q.basis != Basis::Fitted) {
+        let ns = w.op.work.ns_at(machine.clock.base_ghz.value);
+        if ns <= 0.0 {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.work",
+                "a given fixed work per page must be > 0 (basis = \"fitted\" takes thread 004's)",
+            ));
+        }
+        return Ok(netperf_params_given(machine, ns, &q.source));
+    }
     if w.thread.as_deref() == Some("004") {
         netperf_params(machine)
     } else {
@@ -138,15 +151,11 @@ impl Kind for ProducerConsumer {
     }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["consumer_allocs_per_free"])?;
-        let fitted =
-            w.op.work
-                .quantity()
-                .is_some_and(|q| q.basis == Basis::Fitted);
-        if !fitted {
+        if w.op.work.quantity().is_none() {
             return Err(Error::invalid(
                 format!("workload {}", w.name),
                 "op.work",
-                "kind producer-consumer takes its fixed work per page from thread 004's calibration: give op.work with basis = \"fitted\"",
+                "missing: give ns or cycles per page, or basis = \"fitted\" for thread 004's calibration",
             ));
         }
         if w.op.placement.is_none() {
@@ -310,6 +319,10 @@ impl Kind for ProducerConsumer {
         notes.push(match &wp.source {
             WorkloadSource::Fitted { data } => format!(
                 "fixed work {} ns/page fitted to {data}",
+                sig(wp.values[1], 4)
+            ),
+            WorkloadSource::Given { source } => format!(
+                "fixed work {} ns/page given by the workload file ({source}); no score scale",
                 sig(wp.values[1], 4)
             ),
             WorkloadSource::CarriedOver { from } => format!(
