@@ -8,7 +8,7 @@ use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::output::report::{Format, Report, Table};
 use pcpmodel::Machine;
 
-use super::predict::kernel_arg;
+use super::args::kernel_arg;
 
 /// Arguments of `pcpmodel explain`.
 #[derive(Debug, clap::Args)]

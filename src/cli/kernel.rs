@@ -5,35 +5,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
 use pcpmodel::kernel::changes::{self, Change, Direction};
 use pcpmodel::kernel::{
-    configure, detect_features, FeatureSet, KernelOptions, KernelVersion, PcpHigh, ThpMode,
+    configure, detect_features, FeatureSet, KernelOptions, KernelVersion, PcpHigh,
 };
 use pcpmodel::output::report::{Format, Report, Table};
 use pcpmodel::Machine;
 use serde_json::json;
 
-/// THP mode on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ThpArg {
-    /// `always`: khugepaged raises min_free_kbytes.
-    Always,
-    /// `madvise`: khugepaged raises min_free_kbytes.
-    Madvise,
-    /// `never`: no raise.
-    Never,
-}
-
-impl From<ThpArg> for ThpMode {
-    fn from(t: ThpArg) -> ThpMode {
-        match t {
-            ThpArg::Always => ThpMode::Always,
-            ThpArg::Madvise => ThpMode::Madvise,
-            ThpArg::Never => ThpMode::Never,
-        }
-    }
-}
+use super::args::ThpArg;
 
 /// Arguments of `pcpmodel kernel`.
 #[derive(Debug, clap::Args)]

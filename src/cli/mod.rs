@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use pcpmodel::output::report::{Format, Report};
 
-mod allocpath;
+mod args;
 mod assumptions;
 mod compare;
 mod data;
@@ -21,6 +21,7 @@ mod kernel;
 mod machines;
 mod measure;
 mod measure_pcp;
+mod memcg;
 mod optimal_high;
 mod plot;
 mod predict;
@@ -126,7 +127,7 @@ pub enum Command {
     /// ns per payload page (transfers + waiting); utilisation of the busiest line; share of
     /// transfers SMT siblings shared (%). `predict --workload memcg-netperf` gives one batch with
     /// every line.
-    Memcg(allocpath::MemcgArgs),
+    Memcg(memcg::MemcgArgs),
     /// Draw a figure as SVG.
     Plot(plot::Args),
     /// Every built-in measurement table (or one workload against a CSV): measured vs predicted,
@@ -204,7 +205,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Fit(a) => fit::run(a, format),
         Command::Latency(a) => zonelock::latency(a, format),
         Command::ScaleMax(a) => zonelock::scale_max(a, format),
-        Command::Memcg(a) => allocpath::memcg(a, format),
+        Command::Memcg(a) => memcg::memcg(a, format),
         Command::Plot(a) => plot::run(a, format),
         Command::Import(a) => import::run(a, cli.format.map_or(Format::Csv, Into::into)),
         Command::Measure(a) => measure::run(a, format),

@@ -8,7 +8,7 @@ use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::Machine;
 
-use super::predict::{kernel_arg, PlacementArg};
+use super::args::{kernel_arg, PlacementArg};
 
 /// Arguments of `pcpmodel optimal-high`.
 #[derive(Debug, clap::Args)]
@@ -185,6 +185,10 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     notes.push(match &o.parameters.source {
         pcpmodel::fit::calibrate::WorkloadSource::Fitted { data } => format!(
             "workload parameters fitted to {data}; the 95% interval samples their covariance and the machine's latencies by provenance ({} samples): the fitted parameters move the 1% range, the latencies move the optimum",
+            o.ci_samples
+        ),
+        pcpmodel::fit::calibrate::WorkloadSource::Given { source } => format!(
+            "fixed work given ({source}); the 95% interval samples the machine's latencies by provenance ({} samples)",
             o.ci_samples
         ),
         pcpmodel::fit::calibrate::WorkloadSource::CarriedOver { from } => format!(

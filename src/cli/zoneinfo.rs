@@ -12,7 +12,7 @@ use pcpmodel::kernel::KernelVersion;
 use pcpmodel::output::report::{Format, Report, Table};
 use serde_json::json;
 
-use super::kernel::ThpArg;
+use super::args::ThpArg;
 
 const PROC_ZONEINFO: &str = "/proc/zoneinfo";
 

@@ -1,7 +1,7 @@
 //! zone->lock commands: `latency`, `scale-max`, `plot latency` for any workload whose kind
 //! models zone->lock (resolved through [`pcpmodel::workload::registry`]; the case is built by
-//! [`alloc_loop::lock_case`], whose docs give the rule for the lock's parameters), and
-//! `predict --workload mmap-fill`. (Owned by the zone->lock model work.)
+//! [`alloc_loop::lock_case`], whose docs give the rule for the lock's parameters).
+//! `predict --workload mmap-fill` goes through the same kind via the registry.
 
 use std::process::ExitCode;
 
@@ -126,7 +126,7 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
     if let Some(n) = &c.nodes {
         NodeSpan::parse(n, "--nodes")?;
     }
-    let kernel = super::predict::kernel_arg(&c.kernel, workload.spec.reference_kernel()?)?;
+    let kernel = super::args::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
     let knobs = Knobs {
         kernel: Some(kernel),
         batch: c.batch,
@@ -634,27 +634,4 @@ pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<Exi
         },
         format,
     )
-}
-
-/// `pcpmodel predict --workload mmap-fill`.
-pub fn predict(args: &super::predict::Args, format: Format) -> anyhow::Result<ExitCode> {
-    let scale = match args.scale_max {
-        Some(s) => u8::try_from(s).map_err(|_| anyhow::anyhow!("--scale-max {s}: 0..=6"))?,
-        None => 5,
-    };
-    let case = CaseArgs {
-        machine: Some(args.machine_name().to_string()),
-        workload: "mmap-fill".to_string(),
-        tasks: Some(args.procs.unwrap_or(10)),
-        nodes: Some(args.nodes.clone().unwrap_or_else(|| "1".to_string())),
-        kernel: args.kernel.clone(),
-        order: None,
-        batch: None,
-        high: None,
-        duration_s: 600.0,
-    };
-    let mut r = latency_report(&case, Some(scale))?;
-    // predict shows the terms first: the zone table, then the histogram.
-    r.tables.reverse();
-    super::predict::emit_predicted(args, &r, format)
 }

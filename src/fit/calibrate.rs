@@ -112,6 +112,11 @@ pub enum WorkloadSource {
         /// The machines it was fitted on.
         from: Vec<String>,
     },
+    /// Given by a workload file (its `op.work`, not fitted): no uncertainty, no score scale.
+    Given {
+        /// The file's source for it.
+        source: String,
+    },
 }
 
 /// The workload parameters for one machine with their uncertainty.
@@ -225,6 +230,40 @@ pub fn netperf_params(machine: &Machine) -> Result<WorkloadParams> {
             machine.name
         ));
     }
+    carried_over(machine, measured, note)
+}
+
+/// The netperf workload parameters with a given fixed work per page (`fixed_ns` on `machine`,
+/// from a workload file's `op.work`): the other parameters at their defaults, nothing uncertain,
+/// no score scale.
+pub fn netperf_params_given(machine: &Machine, fixed_ns: f64, source: &str) -> WorkloadParams {
+    let p = NetperfParams::with_fitted(1.0, fixed_ns);
+    WorkloadParams {
+        values: p.to_vec(),
+        uncertain: Vec::new(),
+        covariance: Vec::new(),
+        has_score: false,
+        source: WorkloadSource::Given {
+            source: source.to_string(),
+        },
+        fixed_cycles: fixed_ns * machine.clock.base_ghz.value,
+        note: None,
+    }
+}
+
+/// The netperf workload parameters carried over in cycles from every machine thread 004
+/// measured (geometric mean, spread as the uncertainty), whether or not `machine` is one of them:
+/// what a producer-consumer workload other than thread 004's own uses (its per-page work was
+/// never measured anywhere).
+pub fn netperf_params_carried_over(machine: &Machine) -> Result<WorkloadParams> {
+    carried_over(machine, measured_machines_004()?, None)
+}
+
+fn carried_over(
+    machine: &Machine,
+    measured: Vec<String>,
+    note: Option<String>,
+) -> Result<WorkloadParams> {
     let mut logs = Vec::new();
     for name in &measured {
         let m = Machine::builtin(name)?;

@@ -133,6 +133,7 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
         WorkloadSource::Fitted { data } => {
             format!("fitted to {data} (this machine has thread-004 data: not blind for it)")
         }
+        WorkloadSource::Given { source } => format!("given ({source}); nothing fitted to {label}"),
         WorkloadSource::CarriedOver { from } => format!(
             "carried over from {} ({:.0} cycles/page fixed work); nothing fitted to {label}",
             from.join(", "),

@@ -531,6 +531,61 @@ impl HighOrderModel {
 /// Quantities the fit model predicts, by code (input column `quantity_code`).
 pub const QUANTITIES: [&str; 3] = ["contended", "total_wait_ns", "avg_wait_ns"];
 
+/// What `perf lock contention` reports, as the fit model's `quantity_code` column names it
+/// (the CSV carries the code because the fit engine's inputs are numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockQuantity {
+    /// Traced (contended) acquisitions over the run: code 0.
+    Contended,
+    /// Total traced wait over the run, ns: code 1.
+    TotalWaitNs,
+    /// Average wait per traced acquisition, ns: code 2.
+    AvgWaitNs,
+}
+
+impl LockQuantity {
+    /// Every quantity, in code order.
+    pub const ALL: [LockQuantity; 3] = [
+        LockQuantity::Contended,
+        LockQuantity::TotalWaitNs,
+        LockQuantity::AvgWaitNs,
+    ];
+
+    /// The name (a [`QUANTITIES`] entry).
+    pub fn name(self) -> &'static str {
+        QUANTITIES[self as usize]
+    }
+
+    /// The `quantity_code` of the CSV.
+    pub fn code(self) -> f64 {
+        self as usize as f64
+    }
+
+    /// The quantity of a `quantity_code`.
+    pub fn from_code(q: f64) -> Result<LockQuantity> {
+        LockQuantity::ALL
+            .into_iter()
+            .find(|x| x.code() == q)
+            .ok_or_else(|| {
+                Error::invalid(
+                    INPUT,
+                    "quantity_code",
+                    format!("must be 0, 1 or 2, got {q}"),
+                )
+            })
+    }
+
+    /// Its value in an estimate.
+    pub fn of(self, e: &HighOrderEstimate) -> f64 {
+        match self {
+            LockQuantity::Contended => e.contended,
+            LockQuantity::TotalWaitNs => e.total_wait_ns,
+            LockQuantity::AvgWaitNs => e.avg_wait_ns,
+        }
+    }
+}
+
 impl FitModel for HighOrderModel {
     fn name(&self) -> &str {
         "page-fault1"
@@ -585,20 +640,9 @@ impl FitModel for HighOrderModel {
                 format!("must be 0 or 1, got {hop}"),
             ));
         }
+        let q = LockQuantity::from_code(q)?;
         let e = self.estimate_observed(params, hop == 1.0, &self.probe)?;
-        if q == 0.0 {
-            Ok(e.contended)
-        } else if q == 1.0 {
-            Ok(e.total_wait_ns)
-        } else if q == 2.0 {
-            Ok(e.avg_wait_ns)
-        } else {
-            Err(Error::invalid(
-                INPUT,
-                "quantity_code",
-                format!("must be 0, 1 or 2, got {q}"),
-            ))
-        }
+        Ok(q.of(&e))
     }
 }
 

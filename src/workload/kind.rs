@@ -95,6 +95,56 @@ impl Knobs {
         self
     }
 
+    /// The flags (names without `--`) of the knobs that are set, `kernel` left out (every
+    /// prediction reads it, at least for its `not_modelled` list).
+    pub fn set_flags(&self) -> Vec<String> {
+        let mut v: Vec<String> = [
+            ("batch", self.batch.is_some()),
+            ("high", self.high.is_some()),
+            ("free-high-threshold", self.free_high_threshold.is_some()),
+            ("free-high", self.free_high.is_some()),
+            ("order", self.order.is_some()),
+            ("tasks", self.tasks.is_some()),
+            ("nodes", self.nodes.is_some()),
+            ("scale-max", self.scale_max.is_some()),
+            ("placement", self.placement.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(n, _)| n.to_string())
+        .collect();
+        for (name, _) in &self.extra {
+            let flag = extra_flag(name);
+            if !v.contains(&flag) {
+                v.push(flag);
+            }
+        }
+        v
+    }
+
+    /// Fails when a knob is set that `kind` does not read (it would be silently ignored).
+    pub fn check_read_by(&self, kind: &dyn Kind, workload: &str) -> Result<()> {
+        let read = kind.knobs();
+        let unread: Vec<String> = self
+            .set_flags()
+            .into_iter()
+            .filter(|f| !read.contains(&f.as_str()))
+            .map(|f| format!("--{f}"))
+            .collect();
+        if unread.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!(
+            "{}: workload {workload} (kind {}) does not read it; it reads {}",
+            unread.join(", "),
+            kind.name(),
+            read.iter()
+                .map(|f| format!("--{f}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+
     /// Checks the knobs against the kernel: `--scale-max` only where the kernel has
     /// CONFIG_PCP_BATCH_SCALE_MAX (6.7 on; 6.6 with the backport).
     pub fn check(&self) -> Result<()> {
@@ -106,6 +156,11 @@ impl Knobs {
                 "--scale-max: kernel {k} has no CONFIG_PCP_BATCH_SCALE_MAX (added in 6.7; batch \
                  scaling is fixed or absent before)"
             )));
+        }
+        if let Some(s) = self.scale_max {
+            crate::bounds::PCP_BATCH_SCALE_MAX
+                .check_flag("--scale-max", f64::from(s))
+                .map_err(Error::Unsupported)?;
         }
         if let Some(o) = self.order {
             crate::bounds::ORDER
@@ -133,6 +188,15 @@ impl Knobs {
                 .map_err(Error::Unsupported)?;
         }
         Ok(())
+    }
+}
+
+/// The flag (without `--`) of a kind-specific knob: `memcg_charge_batch` is `charge-batch`, the
+/// others their name with `-` for `_`.
+pub fn extra_flag(name: &str) -> String {
+    match name {
+        "memcg_charge_batch" => "charge-batch".to_string(),
+        n => n.replace('_', "-"),
     }
 }
 

@@ -31,6 +31,7 @@
 pub mod fit;
 pub mod kind;
 pub mod kinds;
+pub mod not_modelled;
 pub mod registry;
 pub mod spec;
 

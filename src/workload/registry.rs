@@ -47,6 +47,10 @@ builtin_workloads!(
     "will-it-scale-page-fault2",
     "page-bench01",
     "kbuild",
+    "netperf-udp-stream",
+    "netperf-tcp-stream",
+    "iperf3-tcp",
+    "lmbench-af-unix",
 );
 
 /// Where a workload came from.
@@ -93,7 +97,10 @@ impl Workload {
         knobs: &super::kind::Knobs,
     ) -> Result<super::kind::Predicted> {
         knobs.check()?;
-        self.kind.predict(&self.spec, machine, knobs)
+        knobs.check_read_by(self.kind.as_ref(), &self.spec.name)?;
+        let mut p = self.kind.predict(&self.spec, machine, knobs)?;
+        super::not_modelled::add(&mut p.report, &self.spec, self.kind.name(), knobs)?;
+        Ok(p)
     }
 }
 

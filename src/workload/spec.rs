@@ -354,11 +354,11 @@ impl WorkloadSpec {
     }
 }
 
-/// A source string must start with one of the provenance kinds, or `fitted` (a workload number
-/// fitted to a measurement: [`Basis::Fitted`]).
+/// A source string must start with one of the provenance kinds, or (workload files only: a
+/// machine file holds no fitted number) `fitted:` naming the data and the fit.
 fn check_source(field: &str, source: &str) -> std::result::Result<(), String> {
     let probe = Sourced::new(0u8, source);
-    let fitted = source.split(':').next().map(str::trim) == Some("fitted");
+    let fitted = source.split(':').next().map(str::trim) == Some("fitted") && source.contains(':');
     if probe.kind().is_none() && !fitted {
         return Err(format!(
             "source '{source}' of {field} must start with one of {}, fitted followed by ':'",

@@ -1,30 +1,173 @@
-//! Kind `memcg-charge` (stub: being filled in).
+//! Kind `memcg-charge`: netperf instances (a sender and a receiver CPU each) charging every
+//! payload page to a cgroup hierarchy; the per-CPU charge stock refills and drains in batches
+//! of MEMCG_CHARGE_BATCH, and each refill or drain walks the page_counter lines of every level,
+//! which are queues of cores (thread 001's model, [`crate::model::memcg`]).
+//!
+//! # Inputs
+//! `tasks.count` instances (`--tasks`, `--instances`), `params.cgroup_depth`
+//! (`--cgroup-depth`), `params.memcg_charge_batch` (`--charge-batch`). The parameters (fixed
+//! work from the root-memcg run, transfer scale fitted to 6.0-rc1 at batch 32) are thread
+//! 001's calibration ([`crate::validate::t001::calibrated_params`]).
 
 use crate::error::{Error, Result};
+use crate::fit::FitModel;
 use crate::hw::machine::Machine;
+use crate::model::memcg::MemcgModel;
+use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
 use crate::workload::spec::WorkloadSpec;
 
 /// Kind `memcg-charge`.
 pub struct MemcgCharge;
 
+/// MEMCG_CHARGE_BATCH and the cgroup depth of a workload with the knobs.
+fn inputs(w: &WorkloadSpec, k: &Knobs) -> Result<(u32, u32)> {
+    let batch = super::param(
+        w,
+        k,
+        "memcg_charge_batch",
+        crate::bounds::MEMCG_CHARGE_BATCH,
+    )?;
+    let depth = super::param(w, k, "cgroup_depth", crate::bounds::CGROUP_DEPTH)?;
+    Ok((batch as u32, depth as u32))
+}
+
+/// Each instance is a sender and a receiver CPU.
+fn check_instances(machine: &Machine, instances: u32) -> Result<()> {
+    let cpus = machine.cpus();
+    if u64::from(instances) * 2 > u64::from(cpus) {
+        return Err(Error::Unsupported(format!(
+            "--instances {instances}: each netperf instance needs a sender and a receiver CPU, and {} has {cpus} CPUs (at most {} instances)",
+            machine.name,
+            cpus / 2
+        )));
+    }
+    Ok(())
+}
+
 impl Kind for MemcgCharge {
     fn name(&self) -> &'static str {
         "memcg-charge"
     }
     fn description(&self) -> &'static str {
-        "memcg-charge"
+        "sender/receiver instances charging every payload page to a cgroup hierarchy: per-CPU charge stock batching (MEMCG_CHARGE_BATCH) and page_counter cache lines as queues of cores (thread 001)"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        &[]
+        &[Mechanism::MemcgCharge]
     }
     fn knobs(&self) -> &'static [&'static str] {
-        &[]
+        &["tasks", "charge-batch", "cgroup-depth"]
     }
-    fn predict(&self, w: &WorkloadSpec, _m: &Machine, _k: &Knobs) -> Result<Predicted> {
-        Err(Error::Unsupported(format!(
-            "kind memcg-charge is not implemented yet ({})",
-            w.name
-        )))
+    fn check(&self, w: &WorkloadSpec) -> Result<()> {
+        super::require_params(w, &["memcg_charge_batch", "cgroup_depth"])
+    }
+
+    fn predict(&self, w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Predicted> {
+        let (batch, depth) = inputs(w, k)?;
+        let (instances, capped) = super::tasks_capped(w, k, machine.cpus() / 2, &machine.name);
+        check_instances(machine, instances)?;
+        let model = MemcgModel::new(machine, instances, depth)?;
+        let p = crate::validate::t001::calibrated_params()?.0;
+        let e = model.estimate(&p, batch)?;
+        let t = Table::terms(
+            format!(
+                "{} on {}, batch {} pages, {} counter levels",
+                w.name, machine.name, e.batch_pages, e.levels
+            ),
+            "ns per payload page",
+            &[
+                ("fixed work", e.fixed_ns_per_page),
+                ("counter line transfers", e.counter_service_ns_per_page),
+                ("waiting for counter lines", e.counter_wait_ns_per_page),
+            ],
+            e.ns_per_page,
+        );
+        let mut lines = Table::new([
+            "counter line",
+            "transfers per visit",
+            "service per visit (ns)",
+            "response per visit (ns)",
+            "utilisation",
+            "SMT-shared (%)",
+        ])
+        .titled("counter lines (one visit = one walk or flush touching the line)");
+        for l in &e.lines {
+            lines.push([
+                l.name.clone(),
+                format!("{:.2}", l.transfers_per_walk),
+                sig(l.service_ns, 4),
+                sig(l.response_ns, 4),
+                format!("{:.3}", l.utilisation),
+                format!("{:.1}", 100.0 * l.sibling_shared),
+            ]);
+        }
+        let mut notes = vec![
+            format!(
+                "throughput {} Mbit/s per instance; busiest counter line {:.0} % busy",
+                sig(e.throughput_mbps, 5),
+                100.0 * e.line_utilisation
+            ),
+            format!(
+                "{:.0} busy threads per core: SMT siblings queued at the same line share one transfer, {:.1} % of all transfers here (the more CPUs queue, the more they share)",
+                e.threads_per_core,
+                100.0 * e.sibling_shared
+            ),
+        ];
+        notes.extend(capped);
+        let json = serde_json::json!({
+            "workload": w.name,
+            "machine": machine.name,
+            "instances": instances,
+            "cgroup_depth": depth,
+            "parameters": p,
+            "estimate": e,
+        });
+        let per_task = 1e9 / e.ns_per_page;
+        Ok(Predicted {
+            op: w.op.what.clone(),
+            ns_per_op: e.ns_per_page,
+            throughput_per_task: per_task,
+            throughput_total: per_task * f64::from(instances),
+            tasks: instances,
+            zones: Vec::new(),
+            outputs: vec![
+                ("throughput_mbps".to_string(), e.throughput_mbps),
+                (
+                    "throughput_mbps_total".to_string(),
+                    e.throughput_mbps * f64::from(instances),
+                ),
+                (
+                    "counter_service_ns".to_string(),
+                    e.counter_service_ns_per_page,
+                ),
+                ("counter_wait_ns".to_string(), e.counter_wait_ns_per_page),
+                ("line_utilisation".to_string(), e.line_utilisation),
+                ("walks_per_page".to_string(), e.walks_per_page),
+            ],
+            report: Report {
+                json,
+                tables: vec![t, lines],
+                notes,
+            },
+        })
+    }
+
+    fn native_fit(&self, w: &WorkloadSpec, m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
+        let (_, depth) = inputs(w, &Knobs::default())?;
+        Ok(Some(Box::new(MemcgModel::new(
+            m,
+            w.tasks.count.value,
+            depth,
+        )?)))
+    }
+
+    fn native_columns(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            (
+                "memcg_charge_batch_pages",
+                crate::bounds::MEMCG_CHARGE_BATCH,
+            ),
+            ("throughput_mbps", crate::bounds::THROUGHPUT_MBPS),
+        ]
     }
 }

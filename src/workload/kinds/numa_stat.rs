@@ -1,7 +1,17 @@
-//! Kind `numa-stat` (stub: being filled in).
+//! Kind `numa-stat`: an in-kernel loop allocating and freeing one order-0 page at a time on
+//! each of its threads, with the per-CPU NUMA counters and their folds into the shared counters
+//! (thread 002's model, [`crate::model::vmstat`]).
+//!
+//! # Inputs
+//! `tasks.count` threads (`--tasks`, `--threads`), `params.numa_stat` (vm.numa_stat, 0 or 1;
+//! `--numa-stat`), the kernel (`--kernel`: the fold threshold changed in 4.15). The three
+//! parameters are fitted to thread 002's four rows ([`crate::validate::t002::fit_002`]).
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::fit::FitModel;
 use crate::hw::machine::Machine;
+use crate::model::vmstat::NumaStatModel;
+use crate::output::report::{Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
 use crate::workload::spec::WorkloadSpec;
 
@@ -13,18 +23,82 @@ impl Kind for NumaStat {
         "numa-stat"
     }
     fn description(&self) -> &'static str {
-        "numa-stat"
+        "threads allocating and freeing order-0 pages in a loop: base alloc+free cycles, per-CPU NUMA counters and their folds into shared counter lines (thread 002)"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        &[]
+        &[Mechanism::NumaCounters]
     }
     fn knobs(&self) -> &'static [&'static str] {
-        &[]
+        &["tasks", "numa-stat"]
     }
-    fn predict(&self, w: &WorkloadSpec, _m: &Machine, _k: &Knobs) -> Result<Predicted> {
-        Err(Error::Unsupported(format!(
-            "kind numa-stat is not implemented yet ({})",
-            w.name
-        )))
+    fn check(&self, w: &WorkloadSpec) -> Result<()> {
+        super::require_params(w, &["numa_stat"])
+    }
+
+    fn predict(&self, w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Predicted> {
+        let kernel = k.kernel_or_default();
+        let fit_model = crate::validate::t002::model_002()?;
+        let r = crate::validate::t002::fit_002(&fit_model)?;
+        let p: Vec<f64> = r.params.iter().map(|x| x.value).collect();
+        let model = NumaStatModel::new(machine, kernel)?;
+        let (threads, capped) = super::tasks_capped(w, k, machine.cpus(), &machine.name);
+        let on = super::switch(w, k, "numa_stat")?;
+        let ns = u32::from(on);
+        let e = model.estimate(&p, threads, on)?;
+        let t = Table::terms(
+            format!(
+                "{} on {}, kernel {}.{}, {threads} threads, vm.numa_stat {ns}",
+                w.name, machine.name, kernel.major, kernel.minor
+            ),
+            "cycles per page",
+            &[
+                ("alloc + free", e.base_cycles),
+                ("per-CPU NUMA counters", e.local_counter_cycles),
+                ("folds into shared counters", e.fold_cycles),
+            ],
+            e.cycles_per_page,
+        );
+        let mut notes = vec![format!(
+            "SMT stretch {:.2}; fold threshold {} events; parameters fitted to thread 002",
+            e.smt_stretch, e.fold_threshold
+        )];
+        notes.extend(capped);
+        let json = serde_json::json!({"workload": w.name, "machine": machine.name, "parameters": p, "estimate": e});
+        let ns_per_op = e.cycles_per_page / model.tsc_ghz;
+        let per_task = 1e9 / ns_per_op;
+        Ok(Predicted {
+            op: w.op.what.clone(),
+            ns_per_op,
+            throughput_per_task: per_task,
+            throughput_total: per_task * f64::from(threads),
+            tasks: threads,
+            zones: Vec::new(),
+            outputs: vec![
+                ("cycles_per_page".to_string(), e.cycles_per_page),
+                ("base_cycles".to_string(), e.base_cycles),
+                ("counter_cycles".to_string(), e.local_counter_cycles),
+                ("fold_cycles".to_string(), e.fold_cycles),
+            ],
+            report: Report {
+                json,
+                tables: vec![t],
+                notes,
+            },
+        })
+    }
+
+    fn native_fit(&self, w: &WorkloadSpec, m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
+        Ok(Some(Box::new(NumaStatModel::new(
+            m,
+            w.reference_kernel()?,
+        )?)))
+    }
+
+    fn native_columns(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            ("threads", crate::bounds::TASKS),
+            ("numa_stat", crate::bounds::SWITCH),
+            ("cycles_per_page", crate::bounds::MEASURED_CYCLES),
+        ]
     }
 }

@@ -1,30 +1,406 @@
-//! Kind `producer-consumer` (stub: being filled in).
+//! Kind `producer-consumer`: sender/receiver pairs, the sender CPU allocating pages of one order
+//! (skb page frags), the receiver CPU freeing them after copying the payload out (thread 004's
+//! netperf UDP model, [`crate::model::netperf`]). Per pair: fixed work per 4 KiB page, the cost
+//! of the payload lines where the receiver finds them (its private cache, the LLC or DRAM, from
+//! the reuse distance the PCP drain/refill rules of the kernel give,
+//! [`crate::model::pcp::dynamics`]), and the zone->lock / free-list lines moving between the two
+//! CPUs per hold.
+//!
+//! # Inputs
+//! `op.order` (`--order`), `op.placement` (`--placement`), `tasks.count` pairs (`--tasks`),
+//! `tasks.nodes` (`--nodes`), `params.consumer_allocs_per_free`; kernel knobs `--kernel`,
+//! `--high` (the receiver's pcp->high, default the kernel's), `--batch`, `--scale-max`,
+//! `--free-high`.
+//!
+//! # Fixed work
+//! A file's `op.work` with `basis = "fitted"` takes the work per page from thread 004's
+//! calibration ([`crate::fit::calibrate`]); any other basis takes the file's value (ns, or
+//! cycles at the machine's base clock) with no uncertainty and no score scale. Thread 004's own workload (`thread = "004"`) uses the fit on a
+//! machine thread 004 measured and the carry-over in cycles elsewhere
+//! ([`crate::fit::calibrate::netperf_params`]); every other producer-consumer workload uses the
+//! carry-over in cycles on every machine
+//! ([`crate::fit::calibrate::netperf_params_carried_over`]): its own per-page work was never
+//! measured, and the UDP fit of one machine is no better an estimate of it than the mean over
+//! the machines.
+//!
+//! # Several pairs
+//! Pairs spread evenly over the LLC domains of the allowed nodes; the pairs of one domain split
+//! its capacity evenly (assumed: each pair streams its own pages through it). Not modelled:
+//! zone->lock queueing between pairs (each pair pays only its own line transfers per hold) and
+//! memory bandwidth shared between pairs. More pairs than the nodes' CPUs hold (two each)
+//! time-share them: `running = min(pairs, CPUs / 2)` run at once and each pair's throughput is
+//! scaled by `running / pairs` (context switches not modelled). With one pair the model is
+//! thread 004's exactly.
 
+use crate::answer::optimal_high::{perturb_latencies, sweep_limit};
 use crate::error::{Error, Result};
+use crate::fit::calibrate::{
+    default_pcp, netperf_model, netperf_params, netperf_params_carried_over, netperf_params_given,
+    WorkloadParams, WorkloadSource,
+};
+use crate::fit::FitModel;
 use crate::hw::machine::Machine;
+use crate::kernel::layout::PAGE_BYTES;
+use crate::kernel::version::KernelVersion;
+use crate::model::cache::Placement;
+use crate::model::netperf::NetperfModel;
+use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
-use crate::workload::spec::WorkloadSpec;
+use crate::workload::spec::{Basis, WorkloadSpec};
+use crate::workload::NodeSpan;
 
 /// Kind `producer-consumer`.
 pub struct ProducerConsumer;
+
+const KNOBS: &[&str] = &[
+    "high",
+    "placement",
+    "free-high",
+    "order",
+    "tasks",
+    "nodes",
+    "batch",
+    "scale-max",
+];
+
+/// The pairs' model on `machine`: thread 004's flow with the workload's order and consumer
+/// allocations, the kernel's knobs, and the LLC capacity shared by `sharers` pairs.
+struct Setup {
+    placement: Placement,
+    kernel: KernelVersion,
+    order: u8,
+    consumer_allocs_per_free: f64,
+    batch: Option<u32>,
+    scale_max: Option<u8>,
+    free_high: bool,
+    sharers: u32,
+}
+
+impl Setup {
+    fn model(&self, machine: &Machine) -> Result<NetperfModel> {
+        let mut model = netperf_model(machine, self.placement, self.kernel)?;
+        model.flow.order = u32::from(self.order);
+        model.flow.consumer_allocs_per_free = self.consumer_allocs_per_free;
+        if let Some(b) = self.batch {
+            model.flow.batch_pages = b;
+        }
+        if let Some(s) = self.scale_max {
+            model.flow.scale_max = u32::from(s);
+        }
+        model.flow.free_high = self.free_high;
+        if self.sharers > 1 {
+            let llc_pages = machine.llc().map_or(0.0, |l| {
+                l.size_kib.value as f64 * 1024.0 / PAGE_BYTES as f64
+            });
+            let k = f64::from(self.sharers);
+            model.hierarchy.any_cache_pages -= llc_pages * (1.0 - 1.0 / k);
+        }
+        Ok(model)
+    }
+}
+
+/// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs time-share
+/// them).
+fn running_pairs(machine: &Machine, pairs: u32, nodes: NodeSpan) -> u32 {
+    let cpus = nodes.nodes_on(machine) * machine.cpus_per_node();
+    pairs.min(cpus / 2).max(1)
+}
+
+/// Pairs sharing one LLC domain when `running` pairs spread evenly over the domains of `nodes`.
+fn llc_sharers(machine: &Machine, running: u32, nodes: NodeSpan) -> u32 {
+    let n = nodes.nodes_on(machine);
+    let nodes_total = machine.topology.numa_nodes.value.max(1);
+    let domains = (machine.llc_domains() * n / nodes_total).max(1);
+    running.div_ceil(domains)
+}
+
+/// The workload parameters: the file's given work, else thread 004's fit or carry-over (see
+/// the module docs).
+fn work_params(w: &WorkloadSpec, machine: &Machine) -> Result<WorkloadParams> {
+    if let Some(q) = w.op.work.quantity().filter(|q| q.basis != Basis::Fitted) {
+        let ns = w.op.work.ns_at(machine.clock.base_ghz.value);
+        if ns <= 0.0 {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.work",
+                "a given fixed work per page must be > 0 (basis = \"fitted\" takes thread 004's)",
+            ));
+        }
+        return Ok(netperf_params_given(machine, ns, &q.source));
+    }
+    if w.thread.as_deref() == Some("004") {
+        netperf_params(machine)
+    } else {
+        netperf_params_carried_over(machine)
+    }
+}
 
 impl Kind for ProducerConsumer {
     fn name(&self) -> &'static str {
         "producer-consumer"
     }
     fn description(&self) -> &'static str {
-        "producer-consumer"
+        "sender/receiver pairs: the sender allocates pages of one order, the receiver frees them; cost per page from where the receiver finds the payload lines (PCP reuse distance vs caches) and zone->lock line transfers (thread 004)"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        &[]
+        // zone->lock enters as line transfers per hold (no queue): not the ZoneLock mechanism.
+        &[Mechanism::PcpDynamics, Mechanism::CacheReuse]
     }
     fn knobs(&self) -> &'static [&'static str] {
-        &[]
+        KNOBS
     }
-    fn predict(&self, w: &WorkloadSpec, _m: &Machine, _k: &Knobs) -> Result<Predicted> {
-        Err(Error::Unsupported(format!(
-            "kind producer-consumer is not implemented yet ({})",
-            w.name
-        )))
+    fn check(&self, w: &WorkloadSpec) -> Result<()> {
+        super::require_params(w, &["consumer_allocs_per_free"])?;
+        if w.op.work.quantity().is_none() {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.work",
+                "missing: give ns or cycles per page, or basis = \"fitted\" for thread 004's calibration",
+            ));
+        }
+        if w.op.placement.is_none() {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.placement",
+                "missing: kind producer-consumer places the receiver (smt, same-llc, cross-llc, cross-socket)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn predict(&self, w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Predicted> {
+        let kernel = k.kernel_or_default();
+        let placement: Placement = super::placement(w, k)?.into();
+        let pairs = super::tasks(w, k);
+        let nodes = match &k.nodes {
+            Some(s) => NodeSpan::parse(s, "--nodes")?,
+            None => w.nodes()?,
+        };
+        let running = running_pairs(machine, pairs, nodes);
+        let setup = Setup {
+            placement,
+            kernel,
+            order: super::order(w, k),
+            consumer_allocs_per_free: super::param(
+                w,
+                k,
+                "consumer_allocs_per_free",
+                crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate"),
+            )?,
+            batch: k.batch,
+            scale_max: k.scale_max,
+            free_high: k.free_high.unwrap_or(false),
+            sharers: llc_sharers(machine, running, nodes),
+        };
+        let model = setup.model(machine)?;
+        let wp = work_params(w, machine)?;
+        let default = default_pcp(machine, kernel)?;
+        let limit = sweep_limit(&default);
+        if let Some(h) = k.high {
+            if h > limit {
+                return Err(Error::Unsupported(format!(
+                    "--high {h}: above the most the kernel can set on {}: managed / 8 / CPUs = {limit} pages (vm.percpu_pagelist_high_fraction = 8, the sysctl's minimum)",
+                    machine.name
+                )));
+            }
+        }
+        let high = k
+            .high
+            .unwrap_or_else(|| default.effective_high(model.flow.scale_max));
+        let e = model.estimate(&wp.values, high)?;
+        // 95 % interval from the same uncertainty optimal-high samples: the fitted (or
+        // carried-over) workload parameters and the machine's latencies by provenance.
+        let draws = wp.samples(200, 0x0F7_1A1);
+        let mut rng = crate::fit::stats::SplitMix64::new(0x1A7E_5EED);
+        let mut thr = Vec::with_capacity(draws.len());
+        for q in &draws {
+            let pm = perturb_latencies(machine, &mut rng);
+            let mut m = setup.model(&pm)?;
+            m.flow = model.flow;
+            if let Ok(x) = m.estimate(q, high) {
+                thr.push(x.throughput_ops_per_s);
+            }
+        }
+        let ci = [
+            crate::fit::optimize::percentile(&thr, 2.5).unwrap_or(f64::NAN),
+            crate::fit::optimize::percentile(&thr, 97.5).unwrap_or(f64::NAN),
+        ];
+        let d = &e.dynamics;
+        let (rlo, rhi) = d.reuse.range_pages();
+        let terms = Table::terms(
+            format!(
+                "{} on {} ({}), kernel {}.{}, pcp->high {high} pages",
+                w.name,
+                machine.name,
+                placement.as_str(),
+                kernel.major,
+                kernel.minor
+            ),
+            "ns per 4 KiB page",
+            &[
+                ("fixed work", e.fixed_ns),
+                ("lines in the consumer's private cache", e.private_ns),
+                ("lines in the LLC", e.llc_ns),
+                ("lines from DRAM", e.dram_ns),
+                ("zone->lock / free-list transfers", e.lock_ns),
+            ],
+            e.ns_per_op,
+        );
+        let mut hits = Table::new(["level", "probability", "cost per line (ns)"])
+            .titled("Where a reused line is found");
+        let h = &model.hierarchy;
+        for (name, p, c) in [
+            (
+                "private (other core's L2, or shared L2 for SMT)",
+                e.probs.private,
+                h.private_ns,
+            ),
+            ("LLC", e.probs.llc, h.llc_ns),
+            ("DRAM", e.probs.dram, h.dram_ns),
+        ] {
+            hits.push([name.to_string(), format!("{p:.4}"), sig(c, 3)]);
+        }
+        let score = if wp.has_score { Some(e.score) } else { None };
+        let mbps = e.throughput_ops_per_s * PAGE_BYTES as f64 * 8.0 / 1e6;
+        let json = serde_json::json!({
+            "machine": machine.name,
+            "workload": w.name,
+            "kernel": format!("{}.{}", kernel.major, kernel.minor),
+            "placement": placement.as_str(),
+            "high_pages": high,
+            "order": model.flow.order,
+            "batch_pages": model.flow.batch_pages,
+            "pairs": pairs,
+            "pairs_running": running,
+            "pairs_per_llc_domain": setup.sharers,
+            "throughput_ops_per_s": e.throughput_ops_per_s,
+            "throughput_ci95_ops_per_s": ci,
+            "ns_per_op": e.ns_per_op,
+            "op": "one 4 KiB page through producer and consumer",
+            "score": score,
+            "terms": {
+                "fixed_ns": e.fixed_ns,
+                "private_ns": e.private_ns,
+                "llc_ns": e.llc_ns,
+                "dram_ns": e.dram_ns,
+                "lock_ns": e.lock_ns,
+            },
+            "hit_probabilities": e.probs,
+            "reuse_distance_pages": { "mean": d.reuse.mean_pages(), "min": rlo, "max": rhi, "segments": d.reuse.segments },
+            "drain_pages": d.drain_pages,
+            "refill_pages": d.refill_pages,
+            "regime": d.regime,
+            "parameters": wp,
+            "kernel_default": default,
+        });
+        let mut notes = vec![
+            format!(
+                "throughput {} pages/s (95 % interval {}-{}, from the workload parameters' and latencies' uncertainty) = {} MB/s of payload ({} ns per page){}",
+                sig(e.throughput_ops_per_s, 4),
+                sig(ci[0], 4),
+                sig(ci[1], 4),
+                sig(e.throughput_ops_per_s * 4096.0 / 1e6, 4),
+                sig(e.ns_per_op, 4),
+                score.map_or(String::new(), |s| format!(
+                    "; predicted netperf score {}",
+                    sig(s, 5)
+                ))
+            ),
+            format!(
+                "reuse distance {}-{} pages (mean {}), drains of {} pages, refills of {} pages: {}",
+                sig(rlo, 4),
+                sig(rhi, 4),
+                sig(d.reuse.mean_pages(), 4),
+                d.drain_pages,
+                d.refill_pages,
+                d.regime
+            ),
+        ];
+        notes.push(match &wp.source {
+            WorkloadSource::Fitted { data } => format!(
+                "fixed work {} ns/page fitted to {data}",
+                sig(wp.values[1], 4)
+            ),
+            WorkloadSource::Given { source } => format!(
+                "fixed work {} ns/page given by the workload file ({source}); no score scale",
+                sig(wp.values[1], 4)
+            ),
+            WorkloadSource::CarriedOver { from } => format!(
+                "no {} measurements for {}: fixed work carried over as {} cycles/page from {} (geometric mean; spread propagated); no score scale",
+                if w.thread.as_deref() == Some("004") { "netperf".to_string() } else { w.name.clone() },
+                machine.name,
+                sig(wp.fixed_cycles, 4),
+                from.join(", ")
+            ),
+        });
+        // Pairs beyond the CPUs time-share them: each runs running/pairs of the time.
+        let share = f64::from(running) / f64::from(pairs);
+        if running < pairs {
+            notes.push(format!(
+                "{pairs} pairs on {} CPUs: {running} run at once, each pair gets {:.2} of a CPU pair (context switches not modelled)",
+                2 * running,
+                share
+            ));
+        }
+        if pairs > 1 {
+            notes.push(format!(
+                "{pairs} pairs, {} per LLC domain sharing its capacity evenly (assumed); zone->lock queueing between pairs and shared memory bandwidth are not modelled",
+                setup.sharers
+            ));
+        }
+        let mut outputs = vec![
+            ("throughput_mbps".to_string(), mbps * share),
+            (
+                "throughput_mbps_total".to_string(),
+                mbps * f64::from(running),
+            ),
+            ("throughput_ci95_lo_ops_per_s".to_string(), ci[0]),
+            ("throughput_ci95_hi_ops_per_s".to_string(), ci[1]),
+            ("high_pages".to_string(), f64::from(high)),
+            ("fixed_ns".to_string(), e.fixed_ns),
+            ("private_ns".to_string(), e.private_ns),
+            ("llc_ns".to_string(), e.llc_ns),
+            ("dram_ns".to_string(), e.dram_ns),
+            ("lock_ns".to_string(), e.lock_ns),
+            ("reuse_distance_pages".to_string(), d.reuse.mean_pages()),
+        ];
+        if let Some(s) = score {
+            outputs.insert(0, ("score".to_string(), s));
+        }
+        Ok(Predicted {
+            op: w.op.what.clone(),
+            ns_per_op: e.ns_per_op / share,
+            throughput_per_task: e.throughput_ops_per_s * share,
+            throughput_total: e.throughput_ops_per_s * f64::from(running),
+            tasks: pairs,
+            zones: Vec::new(),
+            outputs,
+            report: Report {
+                json,
+                tables: vec![terms, hits],
+                notes,
+            },
+        })
+    }
+
+    fn native_fit(&self, w: &WorkloadSpec, m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
+        let setup = Setup {
+            placement: super::placement(w, &Knobs::default())?.into(),
+            kernel: w.reference_kernel()?,
+            order: w.op.order.value,
+            consumer_allocs_per_free: w.param("consumer_allocs_per_free")?,
+            batch: None,
+            scale_max: None,
+            free_high: false,
+            sharers: 1,
+        };
+        Ok(Some(Box::new(setup.model(m)?)))
+    }
+
+    fn native_columns(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            ("pcp_high_pages", crate::bounds::PCP_HIGH_PAGES),
+            ("score", crate::bounds::MEASURED_RATE),
+        ]
     }
 }

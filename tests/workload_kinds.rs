@@ -1,0 +1,276 @@
+//! The kinds producer-consumer, memcg-charge, numa-stat and high-order-fault through the
+//! workload registry: every built-in workload of these kinds runs on every built-in machine,
+//! the thread workloads give what their models give when called directly (the path `predict`
+//! used before the registry), knobs override the file, and a user's workload file runs through
+//! `pcpmodel predict --workload FILE`.
+
+use assert_cmd::Command;
+use pcpmodel::fit::calibrate::{default_pcp, netperf_model, netperf_params};
+use pcpmodel::kernel::version::KernelVersion;
+use pcpmodel::model::cache::Placement;
+use pcpmodel::model::highorder::HighOrderModel;
+use pcpmodel::model::memcg::MemcgModel;
+use pcpmodel::model::vmstat::NumaStatModel;
+use pcpmodel::workload::registry::Registry;
+use pcpmodel::workload::{resolve, Knobs};
+use pcpmodel::Machine;
+
+const MY_KINDS: [&str; 4] = [
+    "producer-consumer",
+    "memcg-charge",
+    "numa-stat",
+    "high-order-fault",
+];
+
+fn fixture() -> String {
+    format!(
+        "{}/tests/fixtures/workloads/order2-smt.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn every_builtin_workload_of_these_kinds_runs_on_every_builtin_machine() {
+    let all = Registry::builtin().all_builtin().unwrap();
+    let mine: Vec<_> = all
+        .iter()
+        .filter(|w| MY_KINDS.contains(&w.kind.name()))
+        .collect();
+    // Four producer-consumer files besides thread 004's, and threads 001-004.
+    assert!(mine.len() >= 8, "{}", mine.len());
+    for m in Machine::all_builtin().unwrap() {
+        for w in &mine {
+            let p = w
+                .predict(&m, &Knobs::default())
+                .unwrap_or_else(|e| panic!("{} on {}: {e}", w.name(), m.name));
+            assert!(
+                p.ns_per_op.is_finite() && p.ns_per_op > 0.0,
+                "{} on {}: {}",
+                w.name(),
+                m.name,
+                p.ns_per_op
+            );
+            assert!(p.throughput_total > 0.0 && p.tasks >= 1);
+            assert!(p.report.json["not_modelled"].is_array());
+        }
+    }
+}
+
+/// Exact equality: the kinds call the same functions with the same inputs as the old CLI path;
+/// any difference is a changed input.
+#[test]
+fn netperf_udp_is_thread_004s_model() {
+    let m = Machine::builtin("icelake-server").unwrap();
+    let kernel = KernelVersion::DEFAULT;
+    let old = {
+        let model = netperf_model(&m, Placement::SameLlc, kernel).unwrap();
+        let wp = netperf_params(&m).unwrap();
+        let high = default_pcp(&m, kernel)
+            .unwrap()
+            .effective_high(model.flow.scale_max);
+        model.estimate(&wp.values, high).unwrap()
+    };
+    let p = resolve("netperf-udp")
+        .unwrap()
+        .predict(&m, &Knobs::default())
+        .unwrap();
+    assert_eq!(p.ns_per_op, old.ns_per_op);
+    assert_eq!(p.output("score"), Some(old.score));
+    // --high and --placement reach the model.
+    let k = Knobs {
+        high: Some(100),
+        placement: Some(pcpmodel::workload::spec::PlacementSpec::Smt),
+        ..Knobs::default()
+    };
+    let old100 = netperf_model(&m, Placement::Smt, kernel)
+        .unwrap()
+        .estimate(&netperf_params(&m).unwrap().values, 100)
+        .unwrap();
+    let p100 = resolve("netperf-pcp-high")
+        .unwrap()
+        .predict(&m, &k)
+        .unwrap();
+    assert_eq!(p100.ns_per_op, old100.ns_per_op);
+}
+
+#[test]
+fn memcg_netperf_is_thread_001s_model() {
+    let m = Machine::builtin("memcg-72cpu").unwrap();
+    let p = pcpmodel::validate::t001::calibrated_params().unwrap().0;
+    let w = resolve("memcg-netperf").unwrap();
+    for (batch, depth) in [(64u32, 3u32), (32, 1)] {
+        let old = MemcgModel::new(&m, 36, depth)
+            .unwrap()
+            .estimate(&p, batch)
+            .unwrap();
+        let k = Knobs::default()
+            .with_extra("memcg_charge_batch", f64::from(batch))
+            .with_extra("cgroup_depth", f64::from(depth));
+        let new = w.predict(&m, &k).unwrap();
+        assert_eq!(new.ns_per_op, old.ns_per_page);
+        assert_eq!(new.output("throughput_mbps"), Some(old.throughput_mbps));
+    }
+    // Setting MEMCG_CHARGE_BATCH by hand takes its change off the not-modelled list.
+    let k = Knobs::default().with_extra("memcg_charge_batch", 32.0);
+    let r = w.predict(&m, &k).unwrap().report;
+    assert!(r.notes.iter().any(|n| n.contains("--charge-batch")));
+}
+
+#[test]
+fn page_bench_is_thread_002s_model() {
+    let m = Machine::builtin("broadwell-2s").unwrap();
+    let fit =
+        pcpmodel::validate::t002::fit_002(&pcpmodel::validate::t002::model_002().unwrap()).unwrap();
+    let p: Vec<f64> = fit.params.iter().map(|x| x.value).collect();
+    let old = NumaStatModel::new(&m, KernelVersion::DEFAULT)
+        .unwrap()
+        .estimate(&p, 88, false)
+        .unwrap();
+    let k = Knobs {
+        tasks: Some(88),
+        ..Knobs::default()
+    }
+    .with_extra("numa_stat", 0.0);
+    let new = resolve("page-bench").unwrap().predict(&m, &k).unwrap();
+    assert_eq!(new.output("cycles_per_page"), Some(old.cycles_per_page));
+}
+
+#[test]
+fn page_fault1_is_thread_003s_model_with_zones() {
+    let m = Machine::builtin("kunpeng-920").unwrap();
+    let model = HighOrderModel::page_fault1(&m, KernelVersion::DEFAULT, 90, 10.0).unwrap();
+    let p = model.derived_params(&m);
+    let w = resolve("page-fault1").unwrap();
+    for on in [false, true] {
+        let old = model.estimate_observed(&p, on, &model.probe).unwrap();
+        let k = Knobs::default().with_extra("high_order_pcp", f64::from(u8::from(on)));
+        let new = w.predict(&m, &k).unwrap();
+        assert_eq!(new.output("contended"), Some(old.contended));
+        assert_eq!(new.output("total_wait_ns"), Some(old.total_wait_ns));
+        // One zone per node (kunpeng-920: 4), the tasks spread over them.
+        assert_eq!(new.zones.len(), 4);
+        assert_eq!(new.zones.iter().map(|z| z.tasks).sum::<u32>(), 90);
+        assert!(new.zones.iter().all(|z| z.utilisation > 0.0));
+    }
+}
+
+#[test]
+fn knobs_a_kind_does_not_read_and_missing_params_are_errors() {
+    let m = Machine::builtin("broadwell-2s").unwrap();
+    let k = Knobs {
+        high: Some(10),
+        ..Knobs::default()
+    };
+    let e = resolve("page-bench")
+        .unwrap()
+        .predict(&m, &k)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--high"), "{e}");
+    let text = std::fs::read_to_string(fixture()).unwrap().replace(
+        "consumer_allocs_per_free = { value = 0.0, source = \"assumed: a pure consumer\" }",
+        "",
+    );
+    let e = Registry::builtin()
+        .from_toml_str(
+            &text,
+            "edited.toml",
+            pcpmodel::workload::registry::Origin::Builtin,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("params.consumer_allocs_per_free"), "{e}");
+}
+
+#[test]
+fn a_workload_file_with_its_own_order_and_placement_runs_through_predict() {
+    let out = Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["predict", "--workload", &fixture(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["order"], 2);
+    assert_eq!(v["placement"], "smt");
+    assert_eq!(v["pairs"], 2);
+    assert_eq!(v["predicted"]["kind"], "producer-consumer");
+    assert!(v["predicted"]["ns_per_op"].as_f64().unwrap() > 0.0);
+    // The flags override the file.
+    let out = Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["predict", "--workload", &fixture(), "--order", "3"])
+        .args(["--placement", "same-llc", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["order"], 3);
+    assert_eq!(v["placement"], "same-llc");
+}
+
+#[test]
+fn memcg_batch_flag_points_to_charge_batch() {
+    Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["predict", "--workload", "memcg-netperf", "--batch", "32"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--charge-batch"));
+}
+
+/// The kinds' native fit models are the ones `fit` registered for the threads (src/registry.rs):
+/// the same prediction for the same parameters and inputs, exactly.
+#[test]
+fn native_fits_are_the_registered_thread_models() {
+    for (workload, model, x) in [
+        ("netperf-udp", "netperf-pcp-high", vec![640.0]),
+        ("memcg-netperf", "memcg-netperf", vec![32.0]),
+        ("page-bench", "page-bench", vec![88.0, 1.0]),
+        ("page-fault1", "page-fault1", vec![1.0, 2.0]),
+    ] {
+        let w = resolve(workload).unwrap();
+        let m = Machine::builtin(&w.spec.default_machine).unwrap();
+        let native = w.kind.native_fit(&w.spec, &m).unwrap().unwrap();
+        let old = (pcpmodel::registry::find(model).unwrap().build)(&m).unwrap();
+        let p: Vec<f64> = old.params().iter().map(|s| s.default).collect();
+        assert_eq!(
+            native.predict(&p, &x).unwrap(),
+            old.predict(&p, &x).unwrap(),
+            "{workload}"
+        );
+        assert_eq!(
+            w.kind.native_columns().len(),
+            pcpmodel::registry::find(model).unwrap().columns.len()
+        );
+    }
+}
+
+#[test]
+fn a_given_fixed_work_replaces_thread_004s_calibration() {
+    // 2000 cycles per page, at icelake-server's base clock.
+    let text = std::fs::read_to_string(fixture()).unwrap().replace(
+        r#"work = { ns = { value = 0, source = "fitted: thread 004's fixed work, carried over in cycles (src/fit/calibrate.rs)", basis = "fitted" } }"#,
+        r#"work = { cycles = { value = 2000, source = "assumed: a test value" } }"#,
+    );
+    assert!(text.contains("cycles = { value = 2000"));
+    let w = Registry::builtin()
+        .from_toml_str(
+            &text,
+            "given.toml",
+            pcpmodel::workload::registry::Origin::Builtin,
+        )
+        .unwrap();
+    let m = Machine::builtin("icelake-server").unwrap();
+    let p = w.predict(&m, &Knobs::default()).unwrap();
+    let fixed = p.output("fixed_ns").unwrap();
+    assert!(
+        (fixed - 2000.0 / m.clock.base_ghz.value).abs() < 1e-9,
+        "{fixed}"
+    );
+    assert_eq!(p.output("score"), None);
+}
