@@ -213,6 +213,11 @@ pub fn value(name: &str, default: f64) -> f64 {
     })
 }
 
+/// The constants moved on this thread, as text (a cache key for results that depend on them).
+pub fn moved_key() -> String {
+    MOVED.with(|m| format!("{:?}", m.borrow()))
+}
+
 /// Runs `f` with the assumed constant `name` set to `value` on this thread, then restores it.
 pub fn with_moved<T>(name: &'static str, value: f64, f: impl FnOnce() -> T) -> T {
     struct Restore;

@@ -98,6 +98,7 @@ impl Args {
             pcpmodel::workload::NodeSpan::parse(n, "--nodes")?;
         }
         let mut k = Knobs {
+            means_only: false,
             kernel: match &self.kernel {
                 Some(_) => Some(kernel_arg(&self.kernel, KernelVersion::DEFAULT)?),
                 None => None,

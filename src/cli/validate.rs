@@ -25,7 +25,8 @@ Examples:
   pcpmodel validate --workload netperf-udp
   pcpmodel validate --workload my-loop.toml --data sweep.csv --machine host.toml")]
 pub struct Args {
-    /// Only this seed thread ("000".."004"), computed alone.
+    /// Only this seed thread ("000".."004"), or "literature" (published tables beyond the
+    /// threads, role literature), computed alone.
     #[arg(long, conflicts_with = "workload")]
     pub thread: Option<String>,
     /// Only this workload (built-in name, alias or TOML file): its thread's tables, or with
@@ -57,6 +58,9 @@ pub struct Args {
 
 /// One thread's tables, computed alone (not filtered out of all five).
 fn one_thread(t: &str, comparison_fits: bool) -> anyhow::Result<Vec<TableValidation>> {
+    if t == "literature" {
+        return Ok(pcpmodel::validate::literature::all()?);
+    }
     match validate_thread(t, comparison_fits)? {
         Some(v) => Ok(vec![v]),
         None => anyhow::bail!(
@@ -113,6 +117,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 pb.inc(1);
             }
             pb.finish_and_clear();
+            all.extend(pcpmodel::validate::literature::all()?);
             all
         }
     };

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 
+pub mod literature;
 pub mod t000;
 pub mod t001;
 pub mod t002;
@@ -413,9 +414,12 @@ pub fn sensitivity_notes(thread: &str, s: &[Sensitivity]) -> Vec<String> {
 }
 
 /// Validates every built-in table (comparison fits as in [`validate_thread`]).
+/// The literature tables ([`literature`], role `literature`) follow the threads'.
 pub fn validate_all(comparison_fits: bool) -> Result<Vec<TableValidation>> {
-    threads()?
+    let mut v: Vec<TableValidation> = threads()?
         .iter()
         .filter_map(|t| validate_thread(t, comparison_fits).transpose())
-        .collect()
+        .collect::<Result<_>>()?;
+    v.extend(literature::all()?);
+    Ok(v)
 }

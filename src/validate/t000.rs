@@ -109,7 +109,31 @@ pub struct Calibration {
 /// The parameters for `machine`: fitted to its thread-000 histograms when it has some; else the
 /// measured machines' `lines_per_page` and `work_ns_per_page` (geometric means) with `fixed_ns`
 /// derived for this machine.
+///
+/// The result is memoised per (machine file, moved assumed constants): the fits take tens of ms
+/// and every prediction of an alloc-loop workload on the machine needs them.
 pub fn calibrate(machine: &Machine) -> Result<Calibration> {
+    type Memo = std::sync::Mutex<Vec<(String, Calibration)>>;
+    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+    let memo = MEMO.get_or_init(|| std::sync::Mutex::new(Vec::new()));
+    let key = format!(
+        "{}\u{0}{}",
+        machine.to_toml_string()?,
+        crate::assumptions::moved_key()
+    );
+    if let Ok(m) = memo.lock() {
+        if let Some((_, c)) = m.iter().find(|(k, _)| *k == key) {
+            return Ok(c.clone());
+        }
+    }
+    let c = calibrate_uncached(machine)?;
+    if let Ok(mut m) = memo.lock() {
+        m.push((key, c.clone()));
+    }
+    Ok(c)
+}
+
+fn calibrate_uncached(machine: &Machine) -> Result<Calibration> {
     let all = data::histograms_000()?;
     let mine: Vec<&Histogram000> = all.iter().filter(|h| h.machine == machine.name).collect();
     if !mine.is_empty() {

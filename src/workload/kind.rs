@@ -69,6 +69,9 @@ pub struct Knobs {
     pub scale_max: Option<u8>,
     /// Producer/consumer placement override.
     pub placement: Option<super::spec::PlacementSpec>,
+    /// Means only: skip latency distributions and their quantiles (sweeps, validation rows that
+    /// compare means); the mean outputs are the same either way.
+    pub means_only: bool,
     /// Kind-specific knobs by name (e.g. `memcg_charge_batch`, `cgroup_depth`, `numa_stat`,
     /// `high_order_pcp`), as numbers.
     pub extra: Vec<(String, f64)>,

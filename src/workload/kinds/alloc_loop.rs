@@ -507,7 +507,7 @@ impl Kind for AllocLoop {
     }
     fn predict(&self, w: &WorkloadSpec, m: &Machine, k: &Knobs) -> Result<Predicted> {
         let case = lock_case(w, m, k)?;
-        let pred = case.predict(true)?;
+        let pred = case.predict(!k.means_only)?;
         let t = mean_terms(&case, &pred);
         let zones = zone_outputs(&case, &pred);
         let tasks: u32 = pred.zones.iter().map(|z| z.procs).sum();
@@ -525,7 +525,7 @@ impl Kind for AllocLoop {
             ("pages_per_s".to_string(), pred.pages_per_s),
             ("lock_utilisation".to_string(), pred.lock_utilisation),
         ];
-        if pred.calls_per_s > 0.0 {
+        if pred.calls_per_s > 0.0 && !k.means_only {
             outputs.push(("refill_latency_mean_ns".to_string(), pred.avg_ns));
             outputs.push(("refill_latency_p50_ns".to_string(), pred.quantile(0.5)?));
             outputs.push(("refill_latency_p99_ns".to_string(), pred.quantile(0.99)?));
