@@ -2,15 +2,35 @@
 //! curves have the measured shapes, placement moves the costs the right way, and optimal-high runs
 //! everywhere. Every expected value here is the model's own computation; tolerances are stated.
 
-use pcpmodel::answer::optimal_high::optimal_high;
+use pcpmodel::answer::optimal_high::OptimalHigh;
 use pcpmodel::fit::calibrate::{netperf_model, netperf_params, KERNEL_004};
+use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::cache::Placement;
 use pcpmodel::validate::{t004, Role};
+use pcpmodel::workload::spec::PlacementSpec;
+use pcpmodel::workload::Knobs;
 use pcpmodel::Machine;
+
+/// optimal-high for thread 004's workload (netperf-udp) through the registry.
+fn optimal_high(m: &Machine, k: KernelVersion, p: Placement, samples: usize) -> OptimalHigh {
+    let placement = match p {
+        Placement::Smt => PlacementSpec::Smt,
+        Placement::SameLlc => PlacementSpec::SameLlc,
+        Placement::CrossLlc => PlacementSpec::CrossLlc,
+        Placement::CrossSocket => PlacementSpec::CrossSocket,
+    };
+    let knobs = Knobs {
+        kernel: Some(k),
+        placement: Some(placement),
+        ..Knobs::default()
+    };
+    let w = pcpmodel::workload::resolve("netperf-udp").unwrap();
+    pcpmodel::answer::optimal_high::optimal_high(&w, m, &knobs, samples).unwrap()
+}
 
 fn relative_at(machine: &str, placement: Placement, highs: &[u32]) -> (u32, Vec<f64>) {
     let m = Machine::builtin(machine).unwrap();
-    let o = optimal_high(&m, KERNEL_004, placement, 20).unwrap();
+    let o = optimal_high(&m, KERNEL_004, placement, 20);
     let model = netperf_model(&m, placement, KERNEL_004).unwrap();
     let p = netperf_params(&m).unwrap().values;
     let rel = highs
@@ -51,7 +71,7 @@ fn thread_004_fitted_within_3pct_rms_and_5pct_max() {
 #[test]
 fn icelake_curve_has_the_measured_shape() {
     let m = Machine::builtin("icelake-server").unwrap();
-    let o = optimal_high(&m, KERNEL_004, Placement::SameLlc, 20).unwrap();
+    let o = optimal_high(&m, KERNEL_004, Placement::SameLlc, 20);
     assert!(
         (640..=6144).contains(&o.optimal_high_pages),
         "{}",
@@ -119,11 +139,8 @@ fn cross_socket_makes_the_core_to_core_term_dearer() {
 #[test]
 fn optimal_high_runs_for_every_machine_and_a_detected_host() {
     for m in Machine::all_builtin().unwrap() {
-        for k in [
-            KERNEL_004,
-            pcpmodel::kernel::version::KernelVersion::new(6, 18),
-        ] {
-            let o = optimal_high(&m, k, Placement::SameLlc, 10).unwrap();
+        for k in [KERNEL_004, KernelVersion::new(6, 18)] {
+            let o = optimal_high(&m, k, Placement::SameLlc, 10);
             assert!(o.within_1pct_pages[0] <= o.optimal_high_pages);
             assert!(o.ci95_pages[0] <= o.ci95_pages[1]);
         }
@@ -134,13 +151,7 @@ fn optimal_high_runs_for_every_machine_and_a_detected_host() {
     ] {
         let d = pcpmodel::hw::detect::detect(std::path::Path::new(root)).unwrap();
         let (m, _) = d.to_machine().unwrap();
-        let o = optimal_high(
-            &m,
-            pcpmodel::kernel::version::KernelVersion::new(6, 18),
-            Placement::SameLlc,
-            10,
-        )
-        .unwrap();
+        let o = optimal_high(&m, KernelVersion::new(6, 18), Placement::SameLlc, 10);
         assert!(o.swept_pages[1] > 0);
     }
 }

@@ -1,5 +1,6 @@
 //! The answer to "what should pcp->high be on this CPU, and which sysctl gets it?" for the
-//! producer/consumer page flow of thread 004 (netperf).
+//! page flow of a workload whose kind has a reuse path (producer-consumer: thread 004's netperf and
+//! the other sender/receiver workloads), built by the kind ([`crate::workload::Kind::reuse_model`]).
 //!
 //! 1. Sweep pcp->high exhaustively from 0 to the largest value the kernel can be told to use
 //!    (`managed / 8 / ncpu`: `vm.percpu_pagelist_high_fraction = 8`, which is also 6.7+'s
@@ -24,15 +25,14 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::fit::calibrate::{
-    default_pcp, netperf_model, netperf_params, DefaultPcp, WorkloadParams,
-};
+use crate::fit::calibrate::{default_pcp, DefaultPcp, WorkloadParams};
 use crate::fit::optimize::{fast_argmax, percentile, sweep_argmax, Argmax};
 use crate::hw::machine::Machine;
 use crate::kernel::pageset::{zone_highsize, MIN_PERCPU_PAGELIST_FRACTION};
 use crate::kernel::version::KernelVersion;
-use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
+use crate::workload::kind::Knobs;
+use crate::workload::registry::Workload;
 
 /// The sysctl advice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -334,19 +334,47 @@ pub fn sysctl_for(
     }
 }
 
-/// Answers the question for one machine.
+/// The built-in workloads whose kind has a reuse path (what `optimal-high` sweeps).
+pub fn reuse_workloads() -> Result<Vec<String>> {
+    Ok(crate::workload::Registry::builtin()
+        .all_builtin()?
+        .into_iter()
+        .filter(|w| w.kind.has_reuse_path())
+        .map(|w| w.spec.name)
+        .collect())
+}
+
+/// Answers the question for `workload` on one machine with `knobs` (kernel, placement and the
+/// kind's other knobs; `--high` is what is swept, so it is refused).
 pub fn optimal_high(
+    workload: &Workload,
     machine: &Machine,
-    kernel: KernelVersion,
-    placement: Placement,
+    knobs: &Knobs,
     samples: usize,
 ) -> Result<OptimalHigh> {
-    let model = netperf_model(machine, placement, kernel)?;
-    let wp = netperf_params(machine)?;
+    if !workload.kind.has_reuse_path() {
+        return Err(Error::Unsupported(format!(
+            "optimal-high: workload {} (kind {}) has no reuse path: freed pages are not reused through a cache, so pcp->high has no optimum to find; workloads with one: {}",
+            workload.name(),
+            workload.kind.name(),
+            reuse_workloads()?.join(", ")
+        )));
+    }
+    if knobs.high.is_some() {
+        return Err(Error::Unsupported(
+            "optimal-high sweeps pcp->high: --high cannot be set".to_string(),
+        ));
+    }
+    knobs.check()?;
+    knobs.check_read_by(workload.kind.as_ref(), workload.name())?;
+    let reuse = workload.kind.reuse_model(&workload.spec, machine, knobs)?;
+    let (kernel, placement) = (reuse.kernel, reuse.placement);
+    let model = &reuse.model;
+    let wp = reuse.params.clone();
     let d = default_pcp(machine, kernel)?;
     let limit = sweep_limit(&d);
     let p = wp.values.clone();
-    let a = sweep(&model, &p, limit).ok_or_else(|| {
+    let a = sweep(model, &p, limit).ok_or_else(|| {
         Error::Unsupported(format!(
             "no finite prediction for {} in 0..={limit}",
             machine.name
@@ -357,10 +385,7 @@ pub fn optimal_high(
     let mut rng = crate::fit::stats::SplitMix64::new(0x1A7E_5EED);
     let mut models = Vec::with_capacity(draws.len());
     for _ in 0..draws.len() {
-        let pm = perturb_latencies(machine, &mut rng);
-        let mut m = netperf_model(&pm, placement, kernel)?;
-        m.flow = model.flow;
-        models.push(m);
+        models.push(reuse.on(&perturb_latencies(machine, &mut rng))?);
     }
     let optima: Vec<Option<(u32, f64)>> = draws
         .iter()
@@ -370,7 +395,7 @@ pub fn optimal_high(
     let argmaxes: Vec<f64> = optima.iter().flatten().map(|x| f64::from(x.0)).collect();
     let lo = percentile(&argmaxes, 2.5).unwrap_or(f64::from(a.best_x));
     let hi = percentile(&argmaxes, 97.5).unwrap_or(f64::from(a.best_x));
-    let ties = sweep_with_tolerance(&model, &p, limit, PLATEAU_TOLERANCE).unwrap_or(a.clone());
+    let ties = sweep_with_tolerance(model, &p, limit, PLATEAU_TOLERANCE).unwrap_or(a.clone());
     let plateau = f64::from(ties.within.1) > PLATEAU_SPAN * f64::from(ties.within.0.max(1));
     let (ci95, ci_notes) = optimum_interval([lo, hi], a.best_x, plateau.then_some(ties.within));
     // Curve on a log grid with its band.
@@ -409,10 +434,8 @@ pub fn optimal_high(
         });
     }
     let default_high = d.effective_high(model.flow.scale_max);
-    let default_loss = 100.0 * (throughput(&model, &p, default_high) / a.best_score - 1.0);
-    let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| {
-        throughput(&model, &p, h)
-    });
+    let default_loss = 100.0 * (throughput(model, &p, default_high) / a.best_score - 1.0);
+    let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| throughput(model, &p, h));
     let mut notes: Vec<String> = wp.note.iter().cloned().collect();
     notes.push(format!(
         "swept pcp->high 0..={limit} pages {} ({} evaluations); the upper end is managed / 8 / {} CPUs, the most vm.percpu_pagelist_high_fraction can give",
@@ -472,7 +495,7 @@ pub fn optimal_high(
     }
     Ok(OptimalHigh {
         machine: machine.name.clone(),
-        workload: "netperf-udp".to_string(),
+        workload: workload.name().to_string(),
         kernel: format!("{}.{}", kernel.major, kernel.minor),
         placement: placement.as_str().to_string(),
         optimal_high_pages: a.best_x,

@@ -190,10 +190,15 @@ pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
     let mut curves = Vec::new();
     for name in [&args.args.a, &args.args.b] {
         let m = Machine::resolve(name)?;
+        let knobs = pcpmodel::workload::Knobs {
+            kernel: Some(kernel_arg(&args.args.kernel, KernelVersion::DEFAULT)?),
+            placement: Some(pcpmodel::workload::spec::PlacementSpec::SameLlc),
+            ..Default::default()
+        };
         let o = pcpmodel::answer::optimal_high::optimal_high(
+            &pcpmodel::workload::resolve("netperf-udp")?,
             &m,
-            kernel_arg(&args.args.kernel, KernelVersion::DEFAULT)?,
-            pcpmodel::model::cache::Placement::SameLlc,
+            &knobs,
             20,
         )?;
         curves.push((

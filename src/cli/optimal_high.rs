@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use pcpmodel::answer::optimal_high::{optimal_high, OptimalHigh};
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::output::report::{sig, Format, Report, Table};
+use pcpmodel::workload::{Knobs, Workload};
 use pcpmodel::Machine;
 
 use super::args::{kernel_arg, PlacementArg};
@@ -19,23 +20,29 @@ fitted parameters' uncertainty, what the kernel configures by default, and the s
 comes closest. Machines without measurements use workload parameters carried over from the measured
 ones (cycles per page), with their spread in the interval.
 
+Workloads whose kind has a reuse path (freed pages reused through a cache) resolve through the
+registry like `predict`'s; any other is refused with the list of those that have one.
+
 Examples:
   pcpmodel optimal-high --machine icelake-server
+  pcpmodel optimal-high --workload iperf3-tcp --machine epyc-7w83
   pcpmodel optimal-high --machine skylake-desktop --kernel 5.18 --format json
   pcpmodel detect --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
 pub struct Args {
     /// Machine: built-in name or TOML file (e.g. from `pcpmodel detect --toml`).
     #[arg(long, default_value = "icelake-server")]
     pub machine: String,
-    /// Workload (only netperf-udp: thread 004's producer/consumer flow).
+    /// Workload: a built-in name (or alias) or a workload TOML file whose kind has a reuse path
+    /// (producer-consumer: netperf-udp, netperf-udp-stream, netperf-tcp-stream, iperf3-tcp,
+    /// lmbench-af-unix; `pcpmodel workloads` lists them).
     #[arg(long, default_value = "netperf-udp")]
     pub workload: String,
     /// Kernel version (decides the default high, auto-tuning and the sysctl's semantics).
     #[arg(long, default_value = "6.18")]
     pub kernel: String,
-    /// Where producer and consumer run.
-    #[arg(long, value_enum, default_value_t = PlacementArg::SameLlc)]
-    pub placement: PlacementArg,
+    /// Where producer and consumer run (default: the workload file's `op.placement`).
+    #[arg(long, value_enum)]
+    pub placement: Option<PlacementArg>,
     /// Parameter samples for the 95% interval.
     #[arg(long, default_value_t = 200)]
     pub samples: usize,
@@ -61,26 +68,28 @@ fn pct(x: f64) -> String {
 }
 
 /// Computes the answer for the arguments.
-pub fn compute(args: &Args) -> anyhow::Result<(Machine, OptimalHigh)> {
-    if args.workload != "netperf-udp" {
-        anyhow::bail!(
-            "optimal-high knows the workload netperf-udp (thread 004's producer/consumer flow), not '{}'",
-            args.workload
-        );
-    }
+pub fn compute(args: &Args) -> anyhow::Result<(Workload, OptimalHigh)> {
+    let workload = pcpmodel::workload::resolve(&args.workload)?;
     pcpmodel::bounds::SAMPLES
         .check_flag("--samples", args.samples as f64)
         .map_err(anyhow::Error::msg)?;
     let machine = Machine::resolve(&args.machine)?;
     let kernel: KernelVersion = kernel_arg(&Some(args.kernel.clone()), KernelVersion::DEFAULT)?;
     let pb = super::spinner(format!(
-        "optimal-high: sweeping {} and {} samples for the interval",
-        machine.name, args.samples
+        "optimal-high: sweeping {} on {} and {} samples for the interval",
+        workload.name(),
+        machine.name,
+        args.samples
     ));
-    let o = optimal_high(&machine, kernel, args.placement.into(), args.samples);
+    let knobs = Knobs {
+        kernel: Some(kernel),
+        placement: args.placement.map(Into::into),
+        ..Knobs::default()
+    };
+    let o = optimal_high(&workload, &machine, &knobs, args.samples);
     pb.finish_and_clear();
     let o = o?;
-    Ok((machine, o))
+    Ok((workload, o))
 }
 
 /// Runs `pcpmodel optimal-high`.
@@ -192,7 +201,8 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             o.ci_samples
         ),
         pcpmodel::fit::calibrate::WorkloadSource::CarriedOver { from } => format!(
-            "no measurements for this machine: fixed work carried over as {} cycles/page from {} (geometric mean, log-spread and the machine's latency uncertainty propagated into the interval, {} samples)",
+            "no measurements of {} on this machine: fixed work carried over as {} cycles/page from {} (geometric mean, log-spread and the machine's latency uncertainty propagated into the interval, {} samples)",
+            o.workload,
             sig(o.parameters.fixed_cycles, 4),
             from.join(", "),
             o.ci_samples
@@ -237,12 +247,17 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
 
 /// Runs `pcpmodel plot optimal-high`.
 pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
-    let (_, o) = compute(&args.args)?;
-    let measured: Vec<(u32, f64)> = pcpmodel::data::netperf_004()?
-        .into_iter()
-        .filter(|p| p.machine == o.machine)
-        .map(|p| (p.high_pages as u32, p.score))
-        .collect();
+    let (w, o) = compute(&args.args)?;
+    // Thread 004's measured scores belong on its own workload's curve only.
+    let measured: Vec<(u32, f64)> = if w.spec.thread.as_deref() == Some("004") {
+        pcpmodel::data::netperf_004()?
+            .into_iter()
+            .filter(|p| p.machine == o.machine)
+            .map(|p| (p.high_pages as u32, p.score))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let svg = pcpmodel::output::plot::optimal_high_svg(&o, &measured)?;
     std::fs::write(&args.output, svg)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;

@@ -305,6 +305,50 @@ impl Predicted {
     }
 }
 
+/// What `optimal-high` sweeps: a workload's page flow and cache hierarchy on one machine with its
+/// workload parameters, and how to rebuild the same flow on a machine whose latencies were
+/// perturbed (for the interval).
+pub struct ReuseModel {
+    /// The flow's model on the machine.
+    pub model: crate::model::netperf::NetperfModel,
+    /// Workload parameters (fitted, carried over or given) with their uncertainty.
+    pub params: crate::fit::calibrate::WorkloadParams,
+    /// Kernel.
+    pub kernel: KernelVersion,
+    /// Where producer and consumer run.
+    pub placement: crate::model::cache::Placement,
+    rebuild: RebuildFn,
+}
+
+type RebuildFn = Box<dyn Fn(&Machine) -> Result<crate::model::netperf::NetperfModel> + Send + Sync>;
+
+impl ReuseModel {
+    /// A reuse model; `rebuild` builds the same flow's model on another machine.
+    pub fn new(
+        model: crate::model::netperf::NetperfModel,
+        params: crate::fit::calibrate::WorkloadParams,
+        kernel: KernelVersion,
+        placement: crate::model::cache::Placement,
+        rebuild: impl Fn(&Machine) -> Result<crate::model::netperf::NetperfModel>
+            + Send
+            + Sync
+            + 'static,
+    ) -> ReuseModel {
+        ReuseModel {
+            model,
+            params,
+            kernel,
+            placement,
+            rebuild: Box::new(rebuild),
+        }
+    }
+
+    /// The same flow on `machine` (e.g. with perturbed latencies).
+    pub fn on(&self, machine: &Machine) -> Result<crate::model::netperf::NetperfModel> {
+        (self.rebuild)(machine)
+    }
+}
+
 /// An evaluator: combines mechanisms for the workloads that name it.
 pub trait Kind: Send + Sync {
     /// Name used in workload files (`kind = "..."`).
@@ -325,6 +369,15 @@ pub trait Kind: Send + Sync {
     /// applies).
     fn has_reuse_path(&self) -> bool {
         self.mechanisms().contains(&Mechanism::CacheReuse)
+    }
+    /// The model `optimal-high` sweeps for `w` on `m` with `k` (kinds with a reuse path; the
+    /// default refuses).
+    fn reuse_model(&self, w: &WorkloadSpec, _m: &Machine, _k: &Knobs) -> Result<ReuseModel> {
+        Err(Error::Unsupported(format!(
+            "workload {} (kind {}) has no reuse path to sweep pcp->high over",
+            w.name,
+            self.name()
+        )))
     }
     /// Whether the kind models zone->lock (then `latency` applies).
     fn has_zone_lock(&self) -> bool {

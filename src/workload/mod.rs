@@ -36,7 +36,7 @@ pub mod registry;
 pub mod spec;
 
 pub use fit::WorkloadFit;
-pub use kind::{Kind, Knobs, Mechanism, Predicted};
+pub use kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 pub use registry::{resolve, Registry, Workload};
 pub use spec::WorkloadSpec;
 

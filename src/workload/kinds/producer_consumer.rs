@@ -45,7 +45,7 @@ use crate::kernel::version::KernelVersion;
 use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
 use crate::output::report::{sig, Report, Table};
-use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
+use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 use crate::workload::spec::{Basis, WorkloadSpec};
 use crate::workload::NodeSpan;
 
@@ -65,6 +65,7 @@ const KNOBS: &[&str] = &[
 
 /// The pairs' model on `machine`: thread 004's flow with the workload's order and consumer
 /// allocations, the kernel's knobs, and the LLC capacity shared by `sharers` pairs.
+#[derive(Debug, Clone, Copy)]
 struct Setup {
     placement: Placement,
     kernel: KernelVersion,
@@ -97,6 +98,61 @@ impl Setup {
         }
         Ok(model)
     }
+}
+
+/// The pairs' model on a machine (what `predict` evaluates and `optimal-high` sweeps).
+pub struct PairsModel {
+    /// One pair's flow, its workload parameters and how to rebuild it on another machine.
+    pub reuse: ReuseModel,
+    /// Pairs.
+    pub pairs: u32,
+    /// Pairs running at once.
+    pub running: u32,
+    /// Pairs sharing one LLC domain.
+    pub sharers: u32,
+}
+
+/// Builds the pairs' model for workload `w` on `machine` with knobs `k`: the order,
+/// `consumer_allocs_per_free`, placement, `--batch`/`--scale-max`/`--free-high`, the LLC shared
+/// by the pairs of one domain, and the fixed work (fitted, carried over or given; module docs).
+pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<PairsModel> {
+    let kernel = k.kernel_or_default();
+    let placement: Placement = super::placement(w, k)?.into();
+    let pairs = super::tasks(w, k);
+    let nodes = match &k.nodes {
+        Some(s) => NodeSpan::parse(s, "--nodes")?,
+        None => w.nodes()?,
+    };
+    let running = running_pairs(machine, pairs, nodes);
+    let setup = Setup {
+        placement,
+        kernel,
+        order: super::order(w, k),
+        consumer_allocs_per_free: super::param(
+            w,
+            k,
+            "consumer_allocs_per_free",
+            crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate"),
+        )?,
+        batch: k.batch,
+        scale_max: k.scale_max,
+        free_high: k.free_high.unwrap_or(false),
+        sharers: llc_sharers(machine, running, nodes),
+    };
+    let model = setup.model(machine)?;
+    let params = work_params(w, machine)?;
+    let flow = model.flow;
+    let rebuild = move |m: &Machine| {
+        let mut x = setup.model(m)?;
+        x.flow = flow;
+        Ok(x)
+    };
+    Ok(PairsModel {
+        reuse: ReuseModel::new(model, params, kernel, placement, rebuild),
+        pairs,
+        running,
+        sharers: setup.sharers,
+    })
 }
 
 /// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs time-share
@@ -169,31 +225,14 @@ impl Kind for ProducerConsumer {
     }
 
     fn predict(&self, w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Predicted> {
-        let kernel = k.kernel_or_default();
-        let placement: Placement = super::placement(w, k)?.into();
-        let pairs = super::tasks(w, k);
-        let nodes = match &k.nodes {
-            Some(s) => NodeSpan::parse(s, "--nodes")?,
-            None => w.nodes()?,
-        };
-        let running = running_pairs(machine, pairs, nodes);
-        let setup = Setup {
-            placement,
-            kernel,
-            order: super::order(w, k),
-            consumer_allocs_per_free: super::param(
-                w,
-                k,
-                "consumer_allocs_per_free",
-                crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate"),
-            )?,
-            batch: k.batch,
-            scale_max: k.scale_max,
-            free_high: k.free_high.unwrap_or(false),
-            sharers: llc_sharers(machine, running, nodes),
-        };
-        let model = setup.model(machine)?;
-        let wp = work_params(w, machine)?;
+        let PairsModel {
+            reuse,
+            pairs,
+            running,
+            sharers,
+        } = pairs_model(w, machine, k)?;
+        let (model, wp, kernel, placement) =
+            (&reuse.model, &reuse.params, reuse.kernel, reuse.placement);
         let default = default_pcp(machine, kernel)?;
         let limit = sweep_limit(&default);
         if let Some(h) = k.high {
@@ -214,9 +253,7 @@ impl Kind for ProducerConsumer {
         let mut rng = crate::fit::stats::SplitMix64::new(0x1A7E_5EED);
         let mut thr = Vec::with_capacity(draws.len());
         for q in &draws {
-            let pm = perturb_latencies(machine, &mut rng);
-            let mut m = setup.model(&pm)?;
-            m.flow = model.flow;
+            let m = reuse.on(&perturb_latencies(machine, &mut rng))?;
             if let Ok(x) = m.estimate(q, high) {
                 thr.push(x.throughput_ops_per_s);
             }
@@ -272,7 +309,7 @@ impl Kind for ProducerConsumer {
             "batch_pages": model.flow.batch_pages,
             "pairs": pairs,
             "pairs_running": running,
-            "pairs_per_llc_domain": setup.sharers,
+            "pairs_per_llc_domain": sharers,
             "throughput_ops_per_s": e.throughput_ops_per_s,
             "throughput_ci95_ops_per_s": ci,
             "ns_per_op": e.ns_per_op,
@@ -345,7 +382,7 @@ impl Kind for ProducerConsumer {
         if pairs > 1 {
             notes.push(format!(
                 "{pairs} pairs, {} per LLC domain sharing its capacity evenly (assumed); zone->lock queueing between pairs and shared memory bandwidth are not modelled",
-                setup.sharers
+                sharers
             ));
         }
         let mut outputs = vec![
@@ -381,6 +418,10 @@ impl Kind for ProducerConsumer {
                 notes,
             },
         })
+    }
+
+    fn reuse_model(&self, w: &WorkloadSpec, m: &Machine, k: &Knobs) -> Result<ReuseModel> {
+        Ok(pairs_model(w, m, k)?.reuse)
     }
 
     fn native_fit(&self, w: &WorkloadSpec, m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
