@@ -209,10 +209,25 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             )));
         }
     }
-    let tasks = k.tasks.unwrap_or(w.tasks.count.value);
     let nodes = match &k.nodes {
         Some(n) => NodeSpan::parse(n, "--nodes")?,
         None => w.nodes()?,
+    };
+    // The file's task count is capped to the CPUs of the nodes used (one task per CPU), as the
+    // other kinds do, with a note; a --tasks beyond them stays an error.
+    let cpus = nodes.nodes_on(machine) * machine.cpus_per_node();
+    let (tasks, capped) = match k.tasks {
+        Some(t) => (t, None),
+        None if w.tasks.count.value > cpus => (
+            cpus,
+            Some(format!(
+                "tasks capped to {cpus}, the CPUs of {} node(s) of {} (the workload file says {}; one task per CPU is assumed)",
+                nodes.nodes_on(machine),
+                machine.name,
+                w.tasks.count.value
+            )),
+        ),
+        None => (w.tasks.count.value, None),
     };
     let order = k.order.unwrap_or(w.op.order.value);
     let freeing = match w.op.freed_by.value {
@@ -251,7 +266,10 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             "kind alloc-loop needs work > 0 outside the allocator (the tasks' think time)",
         ));
     }
-    let (params, params_source) = lock_params(w, machine, work)?;
+    let (params, mut params_source) = lock_params(w, machine, work)?;
+    if let Some(c) = capped {
+        params_source = format!("{c}; {params_source}");
+    }
     let share = w.param_or(
         "alloc_work_share",
         if freeing == Freeing::Never { 1.0 } else { 0.5 },
