@@ -15,6 +15,8 @@ use pcpmodel::workload::registry::Workload;
 use pcpmodel::workload::Knobs;
 use pcpmodel::Machine;
 
+use super::args::{resolve_workload, workloads_help};
+
 /// `fit --help`'s text after the options, with the built-in workloads listed.
 fn after_help() -> String {
     format!(
@@ -52,7 +54,7 @@ Examples:
   pcpmodel fit --workload netperf-udp icx.csv --machine icelake-server
   pcpmodel fit --model netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines
   pcpmodel fit --workload my-loop.toml sweep.csv --free op.work.ns",
-        super::workloads::help_list()
+        workloads_help()
     )
 }
 
@@ -124,7 +126,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     pcpmodel::bounds::FIT_STARTS
         .check_flag("--starts", args.starts as f64)
         .map_err(anyhow::Error::msg)?;
-    let w = super::workloads::resolve(&args.workload)?;
+    let w = resolve_workload(&args.workload)?;
     let machine = Machine::resolve(
         args.machine
             .as_deref()
