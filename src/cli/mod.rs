@@ -131,7 +131,11 @@ pub enum Command {
     /// every line.
     Memcg(memcg::MemcgArgs),
     /// Draw a figure as SVG.
-    Plot(PlotArgs),
+    Plot {
+        /// What to draw.
+        #[command(subcommand)]
+        kind: PlotKind,
+    },
     /// Every built-in measurement table (or one workload against a CSV): measured vs predicted,
     /// fitted, left out or blind.
     Validate(validate::Args),
@@ -143,16 +147,13 @@ pub enum Command {
     /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
     Import(import::Args),
     /// Measure this host: latencies (`measure latency`), the kernel's PCP under load (`measure pcp`).
-    Measure(MeasureArgs),
+    Measure {
+        /// What to measure.
+        #[command(subcommand)]
+        what: MeasureWhat,
+    },
     /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
     Compare(compare::Args),
-}
-
-/// Arguments of `pcpmodel plot`.
-#[derive(Debug, clap::Args)]
-pub struct PlotArgs {
-    #[command(subcommand)]
-    pub kind: PlotKind,
 }
 
 /// What to draw (`pcpmodel plot ...`: SVG figures).
@@ -164,13 +165,6 @@ pub enum PlotKind {
     Explain(explain::PlotArgs),
     /// Predicted vs measured log2 latency histogram (thread 000).
     Latency(zonelock::PlotLatencyArgs),
-}
-
-/// Arguments of `pcpmodel measure`.
-#[derive(Debug, clap::Args)]
-pub struct MeasureArgs {
-    #[command(subcommand)]
-    pub what: MeasureWhat,
 }
 
 /// What to measure (`pcpmodel measure latency|pcp`: the running host).
@@ -258,13 +252,13 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Latency(a) => zonelock::latency(a, format),
         Command::ScaleMax(a) => zonelock::scale_max(a, format),
         Command::Memcg(a) => memcg::memcg(a, format),
-        Command::Plot(a) => match a.kind {
+        Command::Plot { kind } => match kind {
             PlotKind::OptimalHigh(a) => optimal_high::plot(a, format),
             PlotKind::Explain(a) => explain::plot(a, format),
             PlotKind::Latency(a) => zonelock::plot_latency(a, format),
         },
         Command::Import(a) => import::run(a, cli.format.map_or(Format::Csv, Into::into)),
-        Command::Measure(a) => match a.what {
+        Command::Measure { what } => match what {
             MeasureWhat::Latency(a) => measure::run_latency(a, format),
             MeasureWhat::Pcp(a) => measure_pcp::run(a, format),
         },
