@@ -1,8 +1,8 @@
 //! The valid range of every number a user can give, in one place, each with its physical
 //! reason.
 //!
-//! Machine files ([`crate::hw::machine::Machine::validate`]), fit CSVs (the column ranges in
-//! [`crate::registry`]) and the command-line flags check their values against these ranges, so
+//! Machine files ([`crate::hw::machine::Machine::validate`]), fit CSVs (the column ranges of each
+//! kind's own fit, [`crate::workload::Kind::native_columns`]) and the command-line flags check their values against these ranges, so
 //! that an impossible value is an error naming the file, line and field (or the flag) instead of
 //! a hang, an abort on a huge allocation, or a confident answer about a machine that cannot
 //! exist. The ranges are generous: each admits every shipping machine and kernel with room to

@@ -19,7 +19,6 @@ pub mod kernel;
 pub mod measure;
 pub mod model;
 pub mod output;
-pub mod registry;
 pub mod validate;
 pub mod workload;
 

@@ -498,11 +498,6 @@ fn cli_predict_netperf_5_12_vs_5_13_carries_not_modelled() {
             ])
             .output()
             .unwrap();
-        // mmap-fill's kind (alloc-loop) is filled in on another branch; until it lands its
-        // stub refuses, and this loop checks the others.
-        if String::from_utf8_lossy(&out.stderr).contains("is not implemented yet") {
-            continue;
-        }
         assert!(out.status.success(), "{w}");
         let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(j["not_modelled"].is_array(), "{w}");

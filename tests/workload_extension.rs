@@ -2,8 +2,7 @@
 //! and validate on it.
 //!
 //! - A new workload as ONE TOML file (tests/fixtures/workloads/small-mmap-loop.toml, kind
-//!   alloc-loop), through the command line: `toml_workload_end_to_end`. It needs the alloc-loop
-//!   kind to predict (it fails while the kind is a stub).
+//!   alloc-loop), through the command line: `toml_workload_end_to_end`.
 //! - A new kind defined here (`QueueHold`: ns_per_op = work + tasks * hold), added with
 //!   `Registry::builtin().with_kind(..)`, and a spec from TOML text naming it, through the
 //!   library: predict, the generic `WorkloadFit`, and the generic validation.
@@ -300,10 +299,7 @@ fn the_generic_validation_of_a_rust_kind_has_blind_fitted_and_loo_rows() {
 
 // ----- a new workload as one TOML file, through the command line ----------------------------
 
-/// Needs the alloc-loop kind and `predict --workload FILE`: run with `--ignored` until the kinds
-/// land (it fails, not skips, on the stub), then the `ignore` line goes.
 #[test]
-#[ignore = "needs the alloc-loop kind and predict --workload FILE (issue 11 merge)"]
 fn toml_workload_end_to_end() {
     let file = fixture();
     let file_s = file.to_str().unwrap();

@@ -5,12 +5,14 @@
 //! `pcpmodel predict --workload FILE`.
 
 use assert_cmd::Command;
-use pcpmodel::fit::calibrate::{default_pcp, netperf_model, netperf_params};
+use pcpmodel::fit::calibrate::{default_pcp, netperf_model, netperf_params, KERNEL_004};
+use pcpmodel::fit::FitModel;
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::cache::Placement;
-use pcpmodel::model::highorder::HighOrderModel;
+use pcpmodel::model::highorder::{HighOrderModel, KERNEL_003};
 use pcpmodel::model::memcg::MemcgModel;
-use pcpmodel::model::vmstat::NumaStatModel;
+use pcpmodel::model::vmstat::{NumaStatModel, KERNEL_002};
+use pcpmodel::model::zonelock::ZoneLockHistFit;
 use pcpmodel::workload::registry::Registry;
 use pcpmodel::workload::{resolve, Knobs};
 use pcpmodel::Machine;
@@ -223,31 +225,76 @@ fn memcg_batch_flag_points_to_charge_batch() {
         .stderr(predicates::str::contains("--charge-batch"));
 }
 
-/// The kinds' native fit models are the ones `fit` registered for the threads (src/registry.rs):
-/// the same prediction for the same parameters and inputs, exactly.
+type ThreadModel = fn(&Machine) -> Box<dyn FitModel>;
+/// Workload, the thread's model, one input row, the parameters held fixed, the CSV columns.
+type ThreadCase = (
+    &'static str,
+    ThreadModel,
+    Vec<f64>,
+    &'static [&'static str],
+    usize,
+);
+
+/// The kinds' native fit models are the threads' own models (what `fit --model` built before
+/// the kinds had fits): the same prediction for the same parameters and inputs, exactly; the
+/// columns and the physical parameters held fixed are the threads'.
 #[test]
-fn native_fits_are_the_registered_thread_models() {
-    for (workload, model, x) in [
-        ("netperf-udp", "netperf-pcp-high", vec![640.0]),
-        ("memcg-netperf", "memcg-netperf", vec![32.0]),
-        ("page-bench", "page-bench", vec![88.0, 1.0]),
-        ("page-fault1", "page-fault1", vec![1.0, 2.0]),
-    ] {
+fn native_fits_are_the_thread_models() {
+    let cases: [ThreadCase; 5] = [
+        (
+            "netperf-pcp-high",
+            |m| Box::new(netperf_model(m, Placement::SameLlc, KERNEL_004).unwrap()),
+            vec![640.0],
+            &pcpmodel::model::netperf::DEFAULT_FIXED,
+            2,
+        ),
+        (
+            "memcg-netperf",
+            |m| Box::new(MemcgModel::new(m, 36, 3).unwrap()),
+            vec![32.0],
+            &pcpmodel::model::memcg::DEFAULT_FIXED,
+            2,
+        ),
+        (
+            "page-bench",
+            |m| Box::new(NumaStatModel::new(m, KERNEL_002).unwrap()),
+            vec![88.0, 1.0],
+            &[],
+            3,
+        ),
+        (
+            "page-fault1",
+            |m| Box::new(HighOrderModel::page_fault1(m, KERNEL_003, 90, 10.0).unwrap()),
+            vec![1.0, 2.0],
+            &pcpmodel::model::highorder::DEFAULT_FIXED,
+            3,
+        ),
+        (
+            "zone-lock",
+            |m| Box::new(ZoneLockHistFit::new(m).unwrap()),
+            vec![4096.0, 8191.0],
+            &["fixed_ns"],
+            3,
+        ),
+    ];
+    for (workload, thread_model, x, fixed, columns) in cases {
         let w = resolve(workload).unwrap();
         let m = Machine::builtin(&w.spec.default_machine).unwrap();
         let native = w.kind.native_fit(&w.spec, &m).unwrap().unwrap();
-        let old = (pcpmodel::registry::find(model).unwrap().build)(&m).unwrap();
+        let old = thread_model(&m);
         let p: Vec<f64> = old.params().iter().map(|s| s.default).collect();
         assert_eq!(
             native.predict(&p, &x).unwrap(),
             old.predict(&p, &x).unwrap(),
             "{workload}"
         );
-        assert_eq!(
-            w.kind.native_columns().len(),
-            pcpmodel::registry::find(model).unwrap().columns.len()
-        );
+        assert_eq!(w.kind.native_columns().len(), columns, "{workload}");
+        assert_eq!(w.kind.native_default_fixed(), fixed, "{workload}");
     }
+    // Other alloc-loop workloads have no histogram of their own: the generic fit.
+    let w = resolve("kbuild").unwrap();
+    let m = Machine::builtin(&w.spec.default_machine).unwrap();
+    assert!(w.kind.native_fit(&w.spec, &m).unwrap().is_none());
 }
 
 #[test]

@@ -149,7 +149,7 @@ RANGES = {
     "cache.ways": Range(1, 1024, True, "associativity: at most 32 ways in shipping caches; 1024 is generous", probes=[100000, 2**32]),
     "latency_ns": Range(0.1, 1e5, False, LAT, probes=[1e-300, 1e300]),
     "clock": Range(0.1, 10.0, False, "GHz: no shipping CPU runs below 100 MHz or above 6.2 GHz; 10 GHz is generous", probes=[1e-300, 1e308]),
-    # ---- fit CSV columns (src/registry.rs, `pcpmodel fit --help`) ----
+    # ---- fit CSV columns (native_columns in src/workload/kinds/*.rs, `pcpmodel fit --help`) ----
     "pcp_high_pages": Range(0, 131072 * MIB_PAGES, True, "pcp->high: at most the pages of the machine (icelake-server: 128 GiB = 2^25 pages)", probes=[2**31, 2**32]),
     "score": Range(0, 1e15, False, "netperf score (transactions or Mbit/s): 1e15 is beyond any link", probes=[1e300]),
     "memcg_charge_batch_pages": Range(1, 131072 * MIB_PAGES, True, "MEMCG_CHARGE_BATCH: a per-CPU stock cannot exceed the machine's pages (memcg-72cpu: 2^25)", probes=[2**31, U32_MAX]),

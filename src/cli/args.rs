@@ -1,10 +1,11 @@
-//! Argument types and parsers shared by several subcommands (the only CLI module subcommand
-//! files import from, besides `mod.rs`).
+//! Argument types, parsers and helpers shared by several subcommands (the only CLI module
+//! subcommand files import from, besides `mod.rs`).
 
 use clap::ValueEnum;
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::kernel::ThpMode;
 use pcpmodel::model::cache::Placement;
+use pcpmodel::workload::registry::{Registry, Workload};
 use pcpmodel::workload::spec::PlacementSpec;
 
 /// Placement of producer and consumer.
@@ -63,5 +64,57 @@ impl From<ThpArg> for ThpMode {
             ThpArg::Madvise => ThpMode::Madvise,
             ThpArg::Never => ThpMode::Never,
         }
+    }
+}
+
+/// Resolves `--workload NAME|FILE` through the registry; an unknown name lists the built-in
+/// names with their aliases.
+pub fn resolve_workload(name: &str) -> anyhow::Result<Workload> {
+    let reg = Registry::builtin();
+    match reg.resolve(name) {
+        Err(pcpmodel::Error::Unknown {
+            kind: "workload", ..
+        }) => {
+            let names: Vec<String> = reg
+                .all_builtin()?
+                .iter()
+                .map(|w| {
+                    if w.spec.aliases.is_empty() {
+                        w.spec.name.clone()
+                    } else {
+                        format!("{} (alias {})", w.spec.name, w.spec.aliases.join(", "))
+                    }
+                })
+                .collect();
+            anyhow::bail!(
+                "unknown workload '{name}': built-in workloads are {} (or give a path to a workload TOML file; see `pcpmodel workloads`)",
+                names.join(", ")
+            )
+        }
+        other => Ok(other?),
+    }
+}
+
+/// One line per built-in workload (name, aliases, kind, description), for `--help` texts.
+pub fn workloads_help() -> String {
+    match Registry::builtin().all_builtin() {
+        Ok(all) => all
+            .iter()
+            .map(|w| {
+                let aliases = if w.spec.aliases.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (alias {})", w.spec.aliases.join(", "))
+                };
+                format!(
+                    "  {}{aliases} [{}]: {}",
+                    w.spec.name,
+                    w.kind.name(),
+                    w.spec.description
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(e) => format!("  (the built-in workloads do not load: {e})"),
     }
 }

@@ -10,11 +10,12 @@ use std::process::ExitCode;
 use pcpmodel::bounds::Range;
 use pcpmodel::fit::{fit, Dataset, FitModel, Residual};
 use pcpmodel::output::report::Format;
-use pcpmodel::registry;
 use pcpmodel::workload::fit::WorkloadFit;
-use pcpmodel::workload::registry::{Origin, Workload};
+use pcpmodel::workload::registry::Workload;
 use pcpmodel::workload::Knobs;
 use pcpmodel::Machine;
+
+use super::args::{resolve_workload, workloads_help};
 
 /// `fit --help`'s text after the options, with the built-in workloads listed.
 fn after_help() -> String {
@@ -53,7 +54,7 @@ Examples:
   pcpmodel fit --workload netperf-udp icx.csv --machine icelake-server
   pcpmodel fit --model netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines
   pcpmodel fit --workload my-loop.toml sweep.csv --free op.work.ns",
-        super::workloads::help_list()
+        workloads_help()
     )
 }
 
@@ -107,42 +108,17 @@ pub struct Args {
 /// A kind's own fit of its thread's table.
 struct NativeFit {
     model: Box<dyn FitModel>,
-    columns: Vec<(&'static str, Range)>,
-    default_fixed: Vec<&'static str>,
-}
-
-/// The model of src/registry.rs for a built-in workload, by its name or one of its aliases.
-///
-/// MERGER: once the kinds implement `native_fit` (and say which parameters they hold fixed),
-/// delete this function, its call in [`native_fit`] and src/registry.rs.
-fn legacy_entry(w: &Workload) -> Option<registry::ModelEntry> {
-    if w.origin != Origin::Builtin {
-        return None;
-    }
-    std::iter::once(&w.spec.name)
-        .chain(&w.spec.aliases)
-        .find_map(|n| registry::find(n).ok())
+    columns: &'static [(&'static str, Range)],
+    default_fixed: &'static [&'static str],
 }
 
 /// The kind's own fit of the workload's thread table, if it has one.
 fn native_fit(w: &Workload, machine: &Machine) -> anyhow::Result<Option<NativeFit>> {
-    let legacy = legacy_entry(w);
-    if let Some(model) = w.kind.native_fit(&w.spec, machine)? {
-        return Ok(Some(NativeFit {
-            model,
-            columns: w.kind.native_columns().to_vec(),
-            default_fixed: legacy.map_or_else(Vec::new, |e| e.default_fixed.to_vec()),
-        }));
-    }
-    // MERGER: the fallback to src/registry.rs while the kinds are stubs.
-    Ok(match legacy {
-        Some(e) => Some(NativeFit {
-            model: (e.build)(machine)?,
-            columns: e.columns.to_vec(),
-            default_fixed: e.default_fixed.to_vec(),
-        }),
-        None => None,
-    })
+    Ok(w.kind.native_fit(&w.spec, machine)?.map(|model| NativeFit {
+        model,
+        columns: w.kind.native_columns(),
+        default_fixed: w.kind.native_default_fixed(),
+    }))
 }
 
 /// Runs `pcpmodel fit`.
@@ -150,7 +126,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     pcpmodel::bounds::FIT_STARTS
         .check_flag("--starts", args.starts as f64)
         .map_err(anyhow::Error::msg)?;
-    let w = super::workloads::resolve(&args.workload)?;
+    let w = resolve_workload(&args.workload)?;
     let machine = Machine::resolve(
         args.machine
             .as_deref()
@@ -166,38 +142,36 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     } else {
         native_fit(&w, &machine)?
     };
-    let (model, ds, default_fixed, how): (Box<dyn FitModel>, Dataset, Vec<&str>, &str) =
-        match native {
-            Some(n) => {
-                if args.kernel.is_some() {
-                    anyhow::bail!(
+    let (model, ds, default_fixed, how): (Box<dyn FitModel>, Dataset, &[&str], &str) = match native
+    {
+        Some(n) => {
+            if args.kernel.is_some() {
+                anyhow::bail!(
                         "--kernel applies to the generic fit; the thread fit of {} models its thread's kernel (add --generic)",
                         w.spec.name
                     );
-                }
-                let ds = Dataset::from_csv_path(&path, n.model.as_ref())?;
-                ds.check_ranges(&n.columns)?;
-                (n.model, ds, n.default_fixed, "the thread's own fit")
             }
-            None => {
-                let kernel = match &args.kernel {
-                    Some(k) => {
-                        pcpmodel::kernel::version::KernelVersion::parse_labeled(k, "--kernel")?
-                    }
-                    None => w.spec.reference_kernel()?,
-                };
-                let label = path.display().to_string();
-                let text =
-                    std::fs::read_to_string(&path).map_err(|e| pcpmodel::Error::io(&label, e))?;
-                let base = Knobs {
-                    kernel: Some(kernel),
-                    ..Knobs::default()
-                };
-                let m = WorkloadFit::for_csv(&w, &machine, base, &text, &label, &args.free)?;
-                let ds = m.dataset(&text, &label)?;
-                (Box::new(m), ds, Vec::new(), "the generic workload fit")
-            }
-        };
+            let ds = Dataset::from_csv_path(&path, n.model.as_ref())?;
+            ds.check_ranges(n.columns)?;
+            (n.model, ds, n.default_fixed, "the thread's own fit")
+        }
+        None => {
+            let kernel = match &args.kernel {
+                Some(k) => pcpmodel::kernel::version::KernelVersion::parse_labeled(k, "--kernel")?,
+                None => w.spec.reference_kernel()?,
+            };
+            let label = path.display().to_string();
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| pcpmodel::Error::io(&label, e))?;
+            let base = Knobs {
+                kernel: Some(kernel),
+                ..Knobs::default()
+            };
+            let m = WorkloadFit::for_csv(&w, &machine, base, &text, &label, &args.free)?;
+            let ds = m.dataset(&text, &label)?;
+            (Box::new(m), ds, &[], "the generic workload fit")
+        }
+    };
     let specs = model.params();
     let names: Vec<&str> = specs.iter().map(|p| p.name.as_str()).collect();
     let check = |n: &str| -> anyhow::Result<()> {

@@ -1,4 +1,5 @@
-//! `pcpmodel measure latency|pcp`: measure the running host.
+//! `pcpmodel measure latency`: load-to-use and core-to-core latencies of the running host
+//! (`measure pcp` is src/cli/measure_pcp.rs; mod.rs dispatches both).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,38 +8,6 @@ use pcpmodel::hw::detect::detect;
 use pcpmodel::measure::latency::{self, LatencyConfig};
 use pcpmodel::output::report::{sig, Format, Report, Table};
 use serde_json::json;
-
-/// Arguments of `pcpmodel measure`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    pub what: What,
-}
-
-/// What to measure.
-#[derive(Debug, clap::Subcommand)]
-pub enum What {
-    /// Load-to-use latency (L1, L2, LLC, DRAM) and core-to-core latency per pair class.
-    ///
-    /// Pointer chase over a random cyclic permutation of 64-byte lines (2 MiB pages where THP
-    /// allows, and DRAM again with 4 KiB pages so the page walk is kept apart); cache-line
-    /// ping-pong (lock cmpxchg) between two pinned threads for each pair class the topology
-    /// has (SMT siblings, same LLC, another LLC, another socket); local and remote DRAM per
-    /// NUMA node; the LLC's inclusive bit from CPUID. Rounds of short interleaved trials, all
-    /// pinned to one CPU: every level's value is the median of its round medians, with a 95 %
-    /// confidence interval and the spread of single trials; core-to-core windows are split
-    /// into modes (a VM's vCPUs move between host cores). Run it on an idle machine: other
-    /// runnable tasks are noise. --repeat-check runs it all twice and says whether each level
-    /// repeats within 10 %.
-    #[command(after_help = "\
-Examples:
-  pcpmodel measure latency --quick
-  pcpmodel measure latency --realtime --repeat-check
-  pcpmodel measure latency --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
-    Latency(LatencyArgs),
-    /// The real kernel's PCP behaviour under a workload at several pcp->high settings.
-    Pcp(super::measure_pcp::PcpArgs),
-}
 
 /// Arguments of `pcpmodel measure latency`.
 #[derive(Debug, clap::Args)]
@@ -71,15 +40,8 @@ pub struct LatencyArgs {
     pub realtime: bool,
 }
 
-/// Runs `pcpmodel measure`.
-pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
-    match args.what {
-        What::Latency(a) => run_latency(a, format),
-        What::Pcp(a) => super::measure_pcp::run(a, format),
-    }
-}
-
-fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
+/// Runs `pcpmodel measure latency`.
+pub fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
     let repeats = args.repeats.unwrap_or(if args.quick { 25 } else { 101 });
     if !(1..=1000).contains(&repeats) {
         anyhow::bail!("--repeats {repeats}: must be 1..=1000 (a round takes tens of milliseconds; the medians settle within a hundred)");

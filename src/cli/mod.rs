@@ -1,6 +1,9 @@
 //! Command-line interface: one file per subcommand. Each subcommand turns its arguments into
 //! library calls and returns a [`Report`] (or prints one) and an exit code.
 //!
+//! Only this file (the dispatcher) imports the subcommand files, including for the nested
+//! subcommands of `plot` and `measure`; what several of them share is in [`args`] or here.
+//!
 //! Exit codes: 0 success; 1 the command ran but its check failed (a `zoneinfo` mismatch, a fit
 //! that did not converge), like `diff`; 2 bad input or another error (message on stderr).
 
@@ -23,7 +26,6 @@ mod measure;
 mod measure_pcp;
 mod memcg;
 mod optimal_high;
-mod plot;
 mod predict;
 mod validate;
 mod workloads;
@@ -129,7 +131,11 @@ pub enum Command {
     /// every line.
     Memcg(memcg::MemcgArgs),
     /// Draw a figure as SVG.
-    Plot(plot::Args),
+    Plot {
+        /// What to draw.
+        #[command(subcommand)]
+        kind: PlotKind,
+    },
     /// Every built-in measurement table (or one workload against a CSV): measured vs predicted,
     /// fitted, left out or blind.
     Validate(validate::Args),
@@ -141,9 +147,49 @@ pub enum Command {
     /// Read pasted measurements (funclatency, bpftrace, perf lock) into the fitter's CSV schema.
     Import(import::Args),
     /// Measure this host: latencies (`measure latency`), the kernel's PCP under load (`measure pcp`).
-    Measure(measure::Args),
+    Measure {
+        /// What to measure.
+        #[command(subcommand)]
+        what: MeasureWhat,
+    },
     /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
     Compare(compare::Args),
+}
+
+/// What to draw (`pcpmodel plot ...`: SVG figures).
+#[derive(Debug, Subcommand)]
+pub enum PlotKind {
+    /// Predicted score vs pcp->high with its 95% band and the measured points.
+    OptimalHigh(optimal_high::PlotArgs),
+    /// Two machines' curves side by side with their cost terms.
+    Explain(explain::PlotArgs),
+    /// Predicted vs measured log2 latency histogram (thread 000).
+    Latency(zonelock::PlotLatencyArgs),
+}
+
+/// What to measure (`pcpmodel measure latency|pcp`: the running host).
+#[derive(Debug, Subcommand)]
+pub enum MeasureWhat {
+    /// Load-to-use latency (L1, L2, LLC, DRAM) and core-to-core latency per pair class.
+    ///
+    /// Pointer chase over a random cyclic permutation of 64-byte lines (2 MiB pages where THP
+    /// allows, and DRAM again with 4 KiB pages so the page walk is kept apart); cache-line
+    /// ping-pong (lock cmpxchg) between two pinned threads for each pair class the topology
+    /// has (SMT siblings, same LLC, another LLC, another socket); local and remote DRAM per
+    /// NUMA node; the LLC's inclusive bit from CPUID. Rounds of short interleaved trials, all
+    /// pinned to one CPU: every level's value is the median of its round medians, with a 95 %
+    /// confidence interval and the spread of single trials; core-to-core windows are split
+    /// into modes (a VM's vCPUs move between host cores). Run it on an idle machine: other
+    /// runnable tasks are noise. --repeat-check runs it all twice and says whether each level
+    /// repeats within 10 %.
+    #[command(after_help = "\
+Examples:
+  pcpmodel measure latency --quick
+  pcpmodel measure latency --realtime --repeat-check
+  pcpmodel measure latency --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
+    Latency(measure::LatencyArgs),
+    /// The real kernel's PCP behaviour under a workload at several pcp->high settings.
+    Pcp(measure_pcp::PcpArgs),
 }
 
 /// `--quiet` was given: no progress on stderr.
@@ -206,9 +252,16 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Latency(a) => zonelock::latency(a, format),
         Command::ScaleMax(a) => zonelock::scale_max(a, format),
         Command::Memcg(a) => memcg::memcg(a, format),
-        Command::Plot(a) => plot::run(a, format),
+        Command::Plot { kind } => match kind {
+            PlotKind::OptimalHigh(a) => optimal_high::plot(a, format),
+            PlotKind::Explain(a) => explain::plot(a, format),
+            PlotKind::Latency(a) => zonelock::plot_latency(a, format),
+        },
         Command::Import(a) => import::run(a, cli.format.map_or(Format::Csv, Into::into)),
-        Command::Measure(a) => measure::run(a, format),
+        Command::Measure { what } => match what {
+            MeasureWhat::Latency(a) => measure::run_latency(a, format),
+            MeasureWhat::Pcp(a) => measure_pcp::run(a, format),
+        },
         Command::Compare(a) => compare::run(a, format),
     }
 }

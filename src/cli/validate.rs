@@ -9,6 +9,8 @@ use pcpmodel::validate::workload::{validate_workload, WorkloadValidateOptions};
 use pcpmodel::validate::{threads, validate_thread, Role, TableValidation};
 use pcpmodel::Machine;
 
+use super::args::resolve_workload;
+
 /// Arguments of `pcpmodel validate`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -72,7 +74,7 @@ fn one_thread(t: &str, comparison_fits: bool) -> anyhow::Result<Vec<TableValidat
 
 /// `--workload W [--data CSV]`.
 fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>> {
-    let w = super::workloads::resolve(name)?;
+    let w = resolve_workload(name)?;
     let Some(path) = &args.data else {
         return match &w.spec.thread {
             Some(t) => one_thread(t, args.with_comparison_fits),

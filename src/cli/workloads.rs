@@ -9,6 +9,8 @@ use pcpmodel::workload::registry::{Origin, Registry, Workload};
 use pcpmodel::workload::spec::{Basis, WorkloadSpec};
 use serde_json::json;
 
+use super::args::resolve_workload;
+
 /// Arguments of `pcpmodel workloads`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -42,58 +44,6 @@ pub enum WorkloadAction {
         /// Built-in workload name or alias, or a path to a workload TOML file.
         workload: String,
     },
-}
-
-/// Resolves `--workload NAME|FILE` through the registry; an unknown name lists the built-in
-/// names with their aliases.
-pub fn resolve(name: &str) -> anyhow::Result<Workload> {
-    let reg = Registry::builtin();
-    match reg.resolve(name) {
-        Err(pcpmodel::Error::Unknown {
-            kind: "workload", ..
-        }) => {
-            let names: Vec<String> = reg
-                .all_builtin()?
-                .iter()
-                .map(|w| {
-                    if w.spec.aliases.is_empty() {
-                        w.spec.name.clone()
-                    } else {
-                        format!("{} (alias {})", w.spec.name, w.spec.aliases.join(", "))
-                    }
-                })
-                .collect();
-            anyhow::bail!(
-                "unknown workload '{name}': built-in workloads are {} (or give a path to a workload TOML file; see `pcpmodel workloads`)",
-                names.join(", ")
-            )
-        }
-        other => Ok(other?),
-    }
-}
-
-/// One line per built-in workload (name, aliases, kind, description), for `--help` texts.
-pub fn help_list() -> String {
-    match Registry::builtin().all_builtin() {
-        Ok(all) => all
-            .iter()
-            .map(|w| {
-                let aliases = if w.spec.aliases.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (alias {})", w.spec.aliases.join(", "))
-                };
-                format!(
-                    "  {}{aliases} [{}]: {}",
-                    w.spec.name,
-                    w.kind.name(),
-                    w.spec.description
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Err(e) => format!("  (the built-in workloads do not load: {e})"),
-    }
 }
 
 fn mechanisms(w: &Workload) -> String {
@@ -292,7 +242,7 @@ fn json_word<T: serde::Serialize>(v: &T) -> String {
 /// Runs `pcpmodel workload show`.
 pub fn show(args: WorkloadArgs, format: Format) -> anyhow::Result<ExitCode> {
     let WorkloadAction::Show { workload } = args.action;
-    let w = resolve(&workload)?;
+    let w = resolve_workload(&workload)?;
     let s = &w.spec;
     let origin = match &w.origin {
         Origin::Builtin => format!("built-in models/workloads/{}.toml", s.name),

@@ -14,7 +14,6 @@ use crate::error::{Error, Result};
 use crate::fit::calibrate::{netperf_fit_options, netperf_params, WorkloadSource};
 use crate::fit::{fit, Dataset};
 use crate::hw::machine::Machine;
-use crate::registry;
 
 /// Kendall's tau-b of two equally long series (ties in either count as neither concordant nor
 /// discordant). `None` with fewer than two points or when either series is constant.
@@ -108,11 +107,18 @@ fn geo_mean(v: &[f64]) -> f64 {
     (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
+/// The workload compared (an alias of netperf-udp), named in [`Comparison::model`].
+const MODEL: &str = "netperf-pcp-high";
+
 /// Compares the blind netperf prediction for `machine` with the sweep in `csv` (text; `label`
 /// names it in errors).
 pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comparison> {
-    let entry = registry::find("netperf-pcp-high")?;
-    let model = (entry.build)(machine)?;
+    // Thread 004's workload (netperf-udp, by its alias) and its kind's own fit of the thread's
+    // table.
+    let w = crate::workload::resolve(MODEL)?;
+    let model = w.kind.native_fit(&w.spec, machine)?.ok_or_else(|| {
+        Error::Unsupported(format!("workload {} has no fit of its own", w.spec.name))
+    })?;
     let ds = Dataset::from_csv_str(csv, label, model.as_ref())?;
     if ds.y.len() < 2 {
         return Err(Error::invalid(
@@ -228,7 +234,7 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
         })
         .collect();
     Ok(Comparison {
-        model: entry.name.into(),
+        model: MODEL.into(),
         machine: machine.name.clone(),
         blind_source,
         rows,

@@ -392,4 +392,9 @@ pub trait Kind: Send + Sync {
     fn native_columns(&self) -> &'static [(&'static str, crate::bounds::Range)] {
         &[]
     }
+    /// The native fit's physical parameters, held at their documented defaults unless freed
+    /// (`fit --free NAME`).
+    fn native_default_fixed(&self) -> &'static [&'static str] {
+        &[]
+    }
 }

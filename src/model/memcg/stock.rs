@@ -401,6 +401,8 @@ mod tests {
         // surplus comes back only when the ACK frees the skb.
         assert!(charged.abs_diff(uncharged) <= 6, "{charged} vs {uncharged}");
         let per = f64::from(charged) / ops.payload_pages;
+        // Upper bound: the lower one plus at most one 3-page chunk surplus per skb of 16
+        // payload pages (2.04 + 3/16 ≈ 2.23), rounded up to 2.3.
         assert!(per > 2.0 * (1.0 + 1280.0 / 65464.0) && per < 2.3, "{per}");
         // Uncharges are per freed skb: its 16.3 pages of truesize plus the socket's whole pages
         // of forward allocation (< 1 page for rmem; up to 3 for wmem).

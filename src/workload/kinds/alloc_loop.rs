@@ -44,11 +44,12 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
 use crate::model::zonelock::{
-    Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockModel, ZoneLockParams,
-    ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
+    Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockHistFit, ZoneLockModel,
+    ZoneLockParams, ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
 };
 use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, LockSide, Mechanism, Predicted, Stat, ZoneOutput};
@@ -581,5 +582,29 @@ impl Kind for AllocLoop {
             outputs,
             report,
         })
+    }
+
+    /// Thread 000's own workload has its histogram fit (`fit --workload zone-lock`); any other
+    /// alloc-loop workload gets the generic fit.
+    fn native_fit(&self, w: &WorkloadSpec, m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
+        if w.thread.as_deref() != Some("000") {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(ZoneLockHistFit::new(m)?)))
+    }
+
+    fn native_columns(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            ("lo_ns", crate::bounds::BUCKET_NS),
+            ("hi_ns", crate::bounds::BUCKET_NS),
+            ("count", crate::bounds::HIST_COUNT),
+        ]
+    }
+
+    /// The fixed cost of one hold stays at its value derived for the machine (probe overhead plus
+    /// the zone lines moved at a hand-over, [`crate::model::zonelock::default_params`]) unless
+    /// freed.
+    fn native_default_fixed(&self) -> &'static [&'static str] {
+        &["fixed_ns"]
     }
 }

@@ -254,4 +254,8 @@ impl Kind for HighOrderFault {
             ("value", crate::bounds::MEASURED_RATE),
         ]
     }
+
+    fn native_default_fixed(&self) -> &'static [&'static str] {
+        &crate::model::highorder::DEFAULT_FIXED
+    }
 }

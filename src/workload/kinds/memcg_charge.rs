@@ -170,4 +170,8 @@ impl Kind for MemcgCharge {
             ("throughput_mbps", crate::bounds::THROUGHPUT_MBPS),
         ]
     }
+
+    fn native_default_fixed(&self) -> &'static [&'static str] {
+        &crate::model::memcg::DEFAULT_FIXED
+    }
 }

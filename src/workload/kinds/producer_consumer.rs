@@ -444,4 +444,8 @@ impl Kind for ProducerConsumer {
             ("score", crate::bounds::MEASURED_RATE),
         ]
     }
+
+    fn native_default_fixed(&self) -> &'static [&'static str] {
+        &crate::model::netperf::DEFAULT_FIXED
+    }
 }
