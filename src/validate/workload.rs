@@ -163,15 +163,24 @@ fn push_fit_rows(
         })
         .collect();
     notes.push(format!("fit to every row: {}", fitted.join(", ")));
-    for r in &rep.residuals {
-        rows.push(ValidationRow::new(
+    let row = |i: usize, measured: f64, predicted: f64, role: Role, how: &str| {
+        ValidationRow::new(
             thread,
             machine,
-            case(r.row - 1),
+            case(i),
             target,
+            measured,
+            predicted,
+            unit,
+            role,
+            how,
+        )
+    };
+    for r in &rep.residuals {
+        rows.push(row(
+            r.row - 1,
             r.measured,
             r.predicted,
-            unit,
             Role::Fitted,
             "fitted to every row of this CSV",
         ));
@@ -184,14 +193,10 @@ fn push_fit_rows(
             ));
             continue;
         }
-        rows.push(ValidationRow::new(
-            thread,
-            machine,
-            case(l.row - 1),
-            target,
+        rows.push(row(
+            l.row - 1,
             l.measured,
             l.predicted_held_out,
-            unit,
             Role::Loo,
             "the fit redone without this row",
         ));

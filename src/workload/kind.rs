@@ -160,35 +160,29 @@ impl Knobs {
                  scaling is fixed or absent before)"
             )));
         }
-        if let Some(s) = self.scale_max {
-            crate::bounds::PCP_BATCH_SCALE_MAX
-                .check_flag("--scale-max", f64::from(s))
-                .map_err(Error::Unsupported)?;
-        }
-        if let Some(o) = self.order {
-            crate::bounds::ORDER
-                .check_flag("--order", f64::from(o))
-                .map_err(Error::Unsupported)?;
-        }
-        if let Some(b) = self.batch {
-            crate::bounds::PCP_BATCH_PAGES
-                .check_flag("--batch", f64::from(b))
-                .map_err(Error::Unsupported)?;
-        }
-        if let Some(h) = self.high {
-            crate::bounds::PCP_HIGH_PAGES
-                .check_flag("--high", f64::from(h))
-                .map_err(Error::Unsupported)?;
-        }
-        if let Some(t) = self.free_high_threshold {
-            crate::bounds::FREE_HIGH_THRESHOLD
-                .check_flag("--free-high-threshold", f64::from(t))
-                .map_err(Error::Unsupported)?;
-        }
-        if let Some(t) = self.tasks {
-            crate::bounds::TASKS
-                .check_flag("--tasks", f64::from(t))
-                .map_err(Error::Unsupported)?;
+        use crate::bounds;
+        let checks = [
+            (
+                "--scale-max",
+                self.scale_max.map(u32::from),
+                bounds::PCP_BATCH_SCALE_MAX,
+            ),
+            ("--order", self.order.map(u32::from), bounds::ORDER),
+            ("--batch", self.batch, bounds::PCP_BATCH_PAGES),
+            ("--high", self.high, bounds::PCP_HIGH_PAGES),
+            (
+                "--free-high-threshold",
+                self.free_high_threshold,
+                bounds::FREE_HIGH_THRESHOLD,
+            ),
+            ("--tasks", self.tasks, bounds::TASKS),
+        ];
+        for (flag, v, range) in checks {
+            if let Some(v) = v {
+                range
+                    .check_flag(flag, f64::from(v))
+                    .map_err(Error::Unsupported)?;
+            }
         }
         Ok(())
     }

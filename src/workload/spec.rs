@@ -220,7 +220,8 @@ impl WorkloadSpec {
     pub fn from_toml_str(text: &str, label: &str) -> Result<WorkloadSpec> {
         let w: WorkloadSpec =
             toml::from_str(text).map_err(|e| crate::hw::machine::toml_error(label, text, &e))?;
-        w.check(label).map_err(|e| locate(e, text))?;
+        w.check(label)
+            .map_err(|e| crate::hw::machine::locate_invalid(e, text))?;
         Ok(w)
     }
 
@@ -366,38 +367,4 @@ fn check_source(field: &str, source: &str) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Puts the line of the offending key into an [`Error::Invalid`] when the key has one.
-fn locate(e: Error, text: &str) -> Error {
-    match e {
-        Error::Invalid {
-            file,
-            field,
-            message,
-        } => {
-            let key = field.rsplit('.').next().unwrap_or(&field).to_string();
-            let line = text
-                .lines()
-                .position(|l| {
-                    let t = l.trim_start();
-                    t.starts_with(&format!("{key} ")) || t.starts_with(&format!("{key}="))
-                })
-                .map(|i| i + 1);
-            match line {
-                Some(line) => Error::Parse {
-                    file,
-                    line,
-                    field,
-                    message,
-                },
-                None => Error::Invalid {
-                    file,
-                    field,
-                    message,
-                },
-            }
-        }
-        other => other,
-    }
 }

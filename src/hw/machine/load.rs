@@ -137,7 +137,9 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
 
 /// Turns an [`Error::Invalid`] about a dotted field of a machine file into an [`Error::Parse`]
 /// with the line of that field in `text` (other errors pass through).
-fn locate_invalid(e: Error, text: &str) -> Error {
+/// Puts the line of the offending key into an [`Error::Invalid`] when the key has one (an
+/// [`Error::Parse`] then); other errors pass through.
+pub(crate) fn locate_invalid(e: Error, text: &str) -> Error {
     match e {
         Error::Invalid {
             file,

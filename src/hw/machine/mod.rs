@@ -26,8 +26,8 @@ mod load;
 mod schema;
 mod validate;
 
-pub(crate) use load::toml_error;
 pub use load::{field_line, BuiltinMachine, BUILTIN};
+pub(crate) use load::{locate_invalid, toml_error};
 pub use schema::{CacheLevel, Clock, Cpu, Latencies, Machine, Memory, Policy, Sharing, Topology};
 
 /// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
