@@ -77,7 +77,13 @@ fn traced_share_and_wait_match_simulation_without_probe() {
         let m = observe_lock(n, z, &atoms, None).unwrap();
         let (p, w) = simulate(n as usize, z, h, None, 400_000);
         // Exact for exponential think: only simulation noise (and the chain's cell
-        // discretisation) separate them.
+        // discretisation) separate them. Size of the noise: 400 000 acquisitions give a
+        // binomial sd of sqrt(0.25 / 4e5) = 0.0008 on the traced share, and a relative sd of
+        // about 1 / sqrt(traced) < 0.5 % on the mean wait (waits have a coefficient of
+        // variation near 1); successive acquisitions within one busy period are correlated,
+        // which we estimate inflates both by up to ~10x near saturation (batch means; not
+        // measured here). 0.02 and 6 % are therefore 2.5 and ~1.5-2 such inflated sd, plus about
+        // 1 % for the 64 elapsed-time cells of the embedded chain (ELAPSED_CELLS).
         assert!(
             (m.p_traced - p).abs() < 0.02,
             "n {n}: model {m:?} sim p {p}"
