@@ -27,25 +27,14 @@ use crate::workload::{Knobs, Registry};
 
 use super::{Role, TableValidation, ValidationRow};
 
+/// A compiled-in table's rows as maps from column name to cell.
 fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>>> {
     let t = data::table(name)?;
-    let mut rdr = csv::Reader::from_reader(t.csv_text.as_bytes());
-    let headers = rdr
-        .headers()
-        .map_err(|e| Error::parse(t.file, 1, "header", e.to_string()))?
-        .clone();
-    let mut out = Vec::new();
-    for (i, rec) in rdr.records().enumerate() {
-        let rec = rec.map_err(|e| Error::parse(t.file, i + 2, "row", e.to_string()))?;
-        out.push(
-            headers
-                .iter()
-                .zip(rec.iter())
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect(),
-        );
-    }
-    Ok(out)
+    let cols = t.columns()?;
+    Ok(t.rows()?
+        .into_iter()
+        .map(|r| cols.iter().cloned().zip(r).collect())
+        .collect())
 }
 
 fn num(row: &std::collections::BTreeMap<String, String>, col: &str, file: &str) -> Result<f64> {

@@ -217,20 +217,8 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     // The file's task count is capped to the CPUs of the nodes used (one task per CPU), as the
     // other kinds do, with a note; a --tasks beyond them stays an error.
     let cpus = nodes.nodes_on(machine) * machine.cpus_per_node();
-    let (tasks, capped) = match k.tasks {
-        Some(t) => (t, None),
-        None if w.tasks.count.value > cpus => (
-            cpus,
-            Some(format!(
-                "tasks capped to {cpus}, the CPUs of {} node(s) of {} (the workload file says {}; one task per CPU is assumed)",
-                nodes.nodes_on(machine),
-                machine.name,
-                w.tasks.count.value
-            )),
-        ),
-        None => (w.tasks.count.value, None),
-    };
-    let order = k.order.unwrap_or(w.op.order.value);
+    let (tasks, capped) = super::tasks_capped(w, k, cpus, &machine.name);
+    let order = super::order(w, k);
     let freeing = match w.op.freed_by.value {
         FreedBy::Same => match &w.op.phase_pages {
             Some(q) if q.value >= 1.0 => Freeing::Phases(q.value.round() as u64),
