@@ -126,7 +126,11 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
     if let Some(n) = &c.nodes {
         NodeSpan::parse(n, "--nodes")?;
     }
-    let kernel = super::args::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?;
+    // The workload's reference kernel unless --kernel says otherwise (thread 000's is 6.10).
+    let kernel = match &c.kernel {
+        Some(_) => super::args::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?,
+        None => workload.spec.reference_kernel()?,
+    };
     let knobs = Knobs {
         kernel: Some(kernel),
         batch: c.batch,

@@ -23,6 +23,7 @@
 
 pub mod cache;
 pub mod highorder;
+pub mod hold;
 pub mod lines;
 pub mod lock;
 pub mod memcg;

@@ -331,6 +331,10 @@ pub struct ZoneLockModel {
     pub cpu_ns_per_page: f64,
     /// Cost of a line the freeing CPU itself wrote just before (L2 hit), ns.
     pub own_line_ns: f64,
+    /// The hold composed from the code ([`crate::model::hold`]) in place of the fitted
+    /// `fixed_ns` and `lines_per_page` on the refill side and of `fixed_ns` on the drain side
+    /// (None: thread 000's parametrised hold).
+    pub code_hold: Option<crate::model::hold::CodeHold>,
 }
 
 /// One zone's solution.
@@ -494,6 +498,7 @@ impl ZoneLockModel {
                 CPU_CYCLES_PER_PAGE,
             ) / ghz,
             own_line_ns: machine.latency_ns.l2_hit.value,
+            code_hold: None,
         })
     }
 

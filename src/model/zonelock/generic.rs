@@ -455,8 +455,7 @@ impl ZoneLockModel {
         for &(pages, count) in &dyn_.refill {
             for s in sources {
                 refill_atoms.push(HoldAtom {
-                    hold_ns: p.fixed_ns
-                        + f64::from(pages) * (self.cpu_ns_per_page + p.lines_per_page * s.line_ns),
+                    hold_ns: self.refill_hold_ns(p, pages, order, procs, s),
                     weight: count as f64 * s.probability,
                 });
             }
@@ -492,7 +491,7 @@ impl ZoneLockModel {
                     .iter()
                     .map(|&(pages, count)| (pages, count as f64))
                     .collect::<Vec<_>>(),
-                p.fixed_ns,
+                self.hold_fixed_ns(p, procs),
                 self.free_ns_per_page(p, sources),
             )?;
             let think_free = match rule {
@@ -522,6 +521,63 @@ impl ZoneLockModel {
             classes,
             think: ThinkLaw::Exponential,
         }))
+    }
+
+    /// Mean core-to-core latency from one holder to the next among `procs` tasks (the
+    /// refill line mix without the task itself; `c2c_same_llc` for one task).
+    pub fn handover_c2c_ns(&self, procs: u32) -> f64 {
+        let src = super::refill_line_sources(&self.machine, procs);
+        let others: Vec<_> = src.iter().filter(|s| s.name != "self").collect();
+        let p: f64 = others.iter().map(|s| s.probability).sum();
+        if p > 0.0 {
+            others
+                .iter()
+                .map(|s| s.probability * s.line_ns)
+                .sum::<f64>()
+                / p
+        } else {
+            self.machine.latency_ns.c2c_same_llc.value
+        }
+    }
+
+    /// The fixed part of a hold among `procs` tasks, ns: `p.fixed_ns`, or the code-composed
+    /// call and hand-over ([`crate::model::hold::CodeHold::fixed_ns`]).
+    pub fn hold_fixed_ns(&self, p: &ZoneLockParams, procs: u32) -> f64 {
+        match &self.code_hold {
+            Some(c) => c.fixed_ns(
+                crate::model::hold::p_other(procs),
+                self.handover_c2c_ns(procs),
+            ),
+            None => p.fixed_ns,
+        }
+    }
+
+    /// One refill hold of `pages` pages of `order` whose struct-page lines come from `s`, ns:
+    /// thread 000's `fixed_ns + pages (cpu + lines_per_page x line)`, or the code-composed hold
+    /// (`s` is then the head line's source unless it is `cold`: freshly split blocks, streamed).
+    pub fn refill_hold_ns(
+        &self,
+        p: &ZoneLockParams,
+        pages: u32,
+        order: u8,
+        procs: u32,
+        s: &LineSource,
+    ) -> f64 {
+        match &self.code_hold {
+            Some(c) => c
+                .refill(
+                    blocks(f64::from(pages), order),
+                    order,
+                    crate::model::hold::p_other(procs),
+                    self.handover_c2c_ns(procs),
+                    (s.name != "cold").then_some(s.line_ns),
+                )
+                .total(),
+            None => {
+                p.fixed_ns
+                    + f64::from(pages) * (self.cpu_ns_per_page + p.lines_per_page * s.line_ns)
+            }
+        }
     }
 
     /// Hold per page of a drain: the page's own line (L2, just freed by this CPU) and

@@ -256,6 +256,24 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
         ));
     }
     let (params, mut params_source) = lock_params(w, machine, work)?;
+    if w.thread.as_deref() != Some("000") {
+        // Any other workload: the refill's hold is composed from the code at the machine's
+        // latencies (crate::model::hold), at the clock the CPU work under the lock runs at.
+        let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
+            / model.cpu_ns_per_page;
+        let hold = crate::model::hold::CodeHold::new(machine, kernel, ghz);
+        params_source = format!(
+            "refill hold composed from the code (call {} cycles, {} cycles per block, check {:?} at {} cycles per struct page, streamed struct-page lines {} ns, hand-over {} zone lines + {} stream restarts; crate::model::hold), drain hold's fixed part likewise; {params_source} (fixed_ns is not used)",
+            hold.call_cycles,
+            hold.block_cycles,
+            hold.check,
+            hold.check_cycles,
+            sig(hold.l2_ns.max(hold.stream_line_ns), 3),
+            hold.handover_lines,
+            hold.train_misses,
+        );
+        model.code_hold = Some(hold);
+    }
     if let Some(c) = capped {
         params_source = format!("{c}; {params_source}");
     }
@@ -307,7 +325,7 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     let allocs = d.shape.allocs_per_iteration() as f64;
     let per_alloc = |holds: u64| holds as f64 / allocs;
     let (r, f) = (per_alloc(d.refills()), per_alloc(d.drains()));
-    let fixed = case.params.fixed_ns;
+    let fixed = case.model.hold_fixed_ns(&case.params, z.procs);
     let handover = (r + f) * fixed;
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
@@ -332,22 +350,28 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
 
 fn hold_stat(z: &ZonePrediction, case: &LockCase, refill: bool) -> Stat {
     let d = &z.dynamics;
-    let list = if refill { &d.refill } else { &d.free };
-    let per_page = if refill {
-        z.line_sources
+    let m = &case.model;
+    let order = d.shape.order;
+    let mut atoms: Vec<(f64, f64)> = if refill {
+        d.refill
             .iter()
-            .map(|s| {
-                s.probability
-                    * (case.model.cpu_ns_per_page + case.params.lines_per_page * s.line_ns)
+            .flat_map(|&(p, c)| {
+                z.line_sources.iter().map(move |s| {
+                    (
+                        m.refill_hold_ns(&case.params, p, order, z.procs, s),
+                        c as f64 * s.probability,
+                    )
+                })
             })
-            .sum::<f64>()
+            .collect()
     } else {
-        case.model.free_ns_per_page(&case.params, &z.line_sources)
+        let per_page = m.free_ns_per_page(&case.params, &z.line_sources);
+        let fixed = m.hold_fixed_ns(&case.params, z.procs);
+        d.free
+            .iter()
+            .map(|&(p, c)| (fixed + f64::from(p) * per_page, c as f64))
+            .collect()
     };
-    let mut atoms: Vec<(f64, f64)> = list
-        .iter()
-        .map(|&(p, c)| (case.params.fixed_ns + f64::from(p) * per_page, c as f64))
-        .collect();
     atoms.sort_by(|a, b| a.0.total_cmp(&b.0));
     let tot: f64 = atoms.iter().map(|a| a.1).sum();
     let q = |p: f64| {

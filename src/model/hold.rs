@@ -1,0 +1,276 @@
+//! zone->lock's hold composed from the code (issue 13, item 2): what one `rmqueue_bulk()` call
+//! does under the lock, step by step, and what each step costs on a machine.
+//!
+//! Thread 000's zone->lock model has two fitted numbers for the hold (`fixed_ns`, the cost of one
+//! hold, and `lines_per_page`, struct-page line transfers per page) and fits them to its own
+//! histograms. A workload with no such data used to borrow them from thread 000's fit of a
+//! machine of the same microarchitecture. This module builds the refill's hold instead from
+//! `mm/page_alloc.c` and the machine's latencies, so the lock's cost per page follows the order,
+//! the kernel version and the access pattern of the struct pages:
+//!
+//! ```text
+//! rmqueue_bulk(zone, order, count, list, mt)              (6.1, mm/page_alloc.c)
+//!   spin_lock_irqsave(&zone->lock)                         call: lock word, IRQs off
+//!   for i < count:
+//!     page = __rmqueue(zone, order, mt)                    block: __rmqueue_smallest():
+//!                                                            free_area[k] heads, del_page_from_free_list,
+//!                                                            expand() (one buddy set up per block, amortised)
+//!     check_pcp_refill(page, order)                        check: check_new_pages() over 1 << order
+//!                                                            struct pages (<= 6.2 without CONFIG_DEBUG_VM)
+//!     list_add_tail(&page->pcp_list, list)
+//!   __mod_zone_page_state(zone, NR_FREE_PAGES, -(i << order))
+//!   spin_unlock_irqrestore(&zone->lock)
+//! ```
+//!
+//! Costs:
+//! - **call**: [`CALL_CYCLES`] at the clock (lock and unlock, IRQ save/restore, the counter).
+//! - **hand-over**, when the previous holder was another CPU (probability `(n - 1) / n` for `n`
+//!   symmetric tasks on the zone): the zone's lines it wrote move
+//!   ([`crate::model::zonelock::HANDOVER_LINES`] at the mean core-to-core latency between the
+//!   tasks), and the struct-page stream restarts ([`TRAIN_MISSES`] misses at DRAM latency before
+//!   the prefetcher runs ahead again).
+//! - **block**: [`crate::model::zonelock::CPU_CYCLES_PER_PAGE`] per block moved, plus its head
+//!   struct page's line. Pages never freed in the interval come from freshly split blocks, whose
+//!   struct pages are read in ascending address order, one 64-byte line per page: the L2
+//!   streamer fetches them ahead, so each costs an L2 hit on the dependent chain, but no less
+//!   than the stream's bandwidth allows (`dram_local / STREAM_MLP` per line: Little's law with
+//!   [`STREAM_MLP`] misses in flight per core). Pages freed recently come from wherever their
+//!   freer left the line (the caller's line cost).
+//! - **check**: `check_new_page()` over each of the block's `1 << order` struct pages:
+//!   [`CHECK_CYCLES`] each, and for the block's tail pages (contiguous, streamed) no less than
+//!   the stream's time per line. Where the kernel does it: under the lock before 6.3 (the
+//!   refill-time check of 4.7's "defer debugging checks of pages allocated from the PCP"),
+//!   after the lock from 6.3 (Halbuer's "mm: reduce lock contention of pcp buffer refill"),
+//!   and only with `check_pages_enabled` (CONFIG_DEBUG_VM or debug options) from 6.4
+//!   ("mm, page_alloc: reduce page alloc/free sanity checks").
+//!
+//! Every constant here is an instruction-count or microarchitecture estimate with its
+//! provenance in [`crate::assumptions`]; none is fitted.
+
+use serde::Serialize;
+
+use crate::hw::machine::Machine;
+use crate::kernel::version::KernelVersion;
+
+/// CPU cycles of one `rmqueue_bulk()` call besides its blocks: `spin_lock_irqsave` (an
+/// uncontended `lock cmpxchg`, ~20 cycles on Intel since Skylake), `spin_unlock_irqrestore`
+/// (`popf`, ~20), the `NR_FREE_PAGES` per-CPU delta and the call itself. Assumed.
+pub const CALL_CYCLES: f64 = 60.0;
+
+/// CPU cycles of `check_new_page()` on one struct page whose line is present: five loads
+/// (`flags`, `_mapcount`, `mapping`, `_refcount`, `memcg_data`), their tests and one branch,
+/// about 12 instructions at ~1.5 per cycle. Assumed.
+pub const CHECK_CYCLES: f64 = 8.0;
+
+/// Cache-line misses a core keeps in flight on a sequential stream (the L2's outstanding-miss
+/// queue: 16 entries on Skylake-SP / Cascade Lake, Intel 64 and IA-32 Architectures
+/// Optimization Reference Manual; single-core bandwidth = 16 x 64 B / DRAM latency, McCalpin's
+/// concurrency law). Assumed for every machine (a machine field would be better).
+pub const STREAM_MLP: f64 = 16.0;
+
+/// Misses at full DRAM latency before the L2 streamer runs ahead of a new ascending stream
+/// (it triggers on the second miss in a page; Intel optimization manual). Assumed.
+pub const TRAIN_MISSES: f64 = 2.0;
+
+/// Where `check_new_pages()` runs for pages refilled from the buddy lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefillCheck {
+    /// Under zone->lock, in `rmqueue_bulk()` (4.7 up to 6.2, CONFIG_DEBUG_VM off).
+    UnderLock,
+    /// After zone->lock is released (6.3, Halbuer's patch).
+    AfterLock,
+    /// Not at all unless `check_pages_enabled` (6.4 on, default configuration).
+    Off,
+}
+
+impl RefillCheck {
+    /// The kernel's rule (default configuration, CONFIG_DEBUG_VM off).
+    pub fn of(kernel: KernelVersion) -> RefillCheck {
+        if kernel < KernelVersion::new(6, 3) {
+            RefillCheck::UnderLock
+        } else if kernel < KernelVersion::new(6, 4) {
+            RefillCheck::AfterLock
+        } else {
+            RefillCheck::Off
+        }
+    }
+}
+
+/// The parts of one refill hold, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct HoldParts {
+    /// The call's own work (lock, IRQs, counter).
+    pub call_ns: f64,
+    /// Lines moved from the previous holder and the stream's restart (expected).
+    pub handover_ns: f64,
+    /// The blocks: CPU work and head struct-page lines.
+    pub blocks_ns: f64,
+    /// `check_new_pages()` under the lock.
+    pub check_ns: f64,
+}
+
+impl HoldParts {
+    /// The whole hold, ns.
+    pub fn total(&self) -> f64 {
+        self.call_ns + self.handover_ns + self.blocks_ns + self.check_ns
+    }
+}
+
+/// The refill hold of one machine and kernel, composed from the code (module docs).
+#[derive(Debug, Clone, Serialize)]
+pub struct CodeHold {
+    /// Clock the CPU work runs at, GHz.
+    pub clock_ghz: f64,
+    /// CPU cycles per call ([`CALL_CYCLES`]).
+    pub call_cycles: f64,
+    /// CPU cycles per block ([`crate::model::zonelock::CPU_CYCLES_PER_PAGE`]).
+    pub block_cycles: f64,
+    /// CPU cycles per struct page checked ([`CHECK_CYCLES`]).
+    pub check_cycles: f64,
+    /// Where the refill check runs.
+    pub check: RefillCheck,
+    /// L2 hit, ns (a prefetched line on the dependent chain).
+    pub l2_ns: f64,
+    /// Local DRAM, ns.
+    pub dram_ns: f64,
+    /// Time per line of a sequential stream, ns (`dram_ns / STREAM_MLP`).
+    pub stream_line_ns: f64,
+    /// Zone lines moved to a new holder.
+    pub handover_lines: f64,
+    /// Stream restarts' misses per hand-over.
+    pub train_misses: f64,
+}
+
+impl CodeHold {
+    /// The hold of `machine` on `kernel` with the CPU at `clock_ghz`.
+    pub fn new(machine: &Machine, kernel: KernelVersion, clock_ghz: f64) -> CodeHold {
+        use crate::assumptions::value;
+        let dram = machine.latency_ns.dram_local.value;
+        CodeHold {
+            clock_ghz,
+            call_cycles: value("hold::CALL_CYCLES", CALL_CYCLES),
+            block_cycles: value(
+                "zonelock::CPU_CYCLES_PER_PAGE",
+                crate::model::zonelock::CPU_CYCLES_PER_PAGE,
+            ),
+            check_cycles: value("hold::CHECK_CYCLES", CHECK_CYCLES),
+            check: RefillCheck::of(kernel),
+            l2_ns: machine.latency_ns.l2_hit.value,
+            dram_ns: dram,
+            stream_line_ns: dram / value("hold::STREAM_MLP", STREAM_MLP),
+            handover_lines: value(
+                "zonelock::HANDOVER_LINES",
+                crate::model::zonelock::HANDOVER_LINES,
+            ),
+            train_misses: value("hold::TRAIN_MISSES", TRAIN_MISSES),
+        }
+    }
+
+    /// The same hold with the refill check placed by hand.
+    pub fn with_check(self, check: RefillCheck) -> CodeHold {
+        CodeHold { check, ..self }
+    }
+
+    fn cycles(&self, c: f64) -> f64 {
+        c / self.clock_ghz
+    }
+
+    /// Expected hand-over cost of one hold, ns: with probability `p_other` the previous holder
+    /// was another CPU at mean core-to-core latency `c2c_ns`.
+    pub fn handover_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
+        p_other * (self.handover_lines * c2c_ns + self.train_misses * self.dram_ns)
+    }
+
+    /// The fixed part of any hold (call and hand-over), ns: what a drain pays besides its pages.
+    pub fn fixed_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
+        self.cycles(self.call_cycles) + self.handover_ns(p_other, c2c_ns)
+    }
+
+    /// One refill of `blocks` blocks of `order`; `head_line_ns` is the cost of a block's head
+    /// struct-page line when the pages were freed recently (None: never freed in the interval,
+    /// freshly split blocks read as a stream).
+    pub fn refill(
+        &self,
+        blocks: f64,
+        order: u8,
+        p_other: f64,
+        c2c_ns: f64,
+        head_line_ns: Option<f64>,
+    ) -> HoldParts {
+        let streamed = self.l2_ns.max(self.stream_line_ns);
+        let head = head_line_ns.unwrap_or(streamed);
+        let per_block = self.cycles(self.block_cycles) + head;
+        let tail = f64::from((1u32 << order.min(20)) - 1);
+        let check_block = self.cycles(self.check_cycles)
+            + tail * self.cycles(self.check_cycles).max(self.stream_line_ns);
+        HoldParts {
+            call_ns: self.cycles(self.call_cycles),
+            handover_ns: self.handover_ns(p_other, c2c_ns),
+            blocks_ns: blocks * per_block,
+            check_ns: if self.check == RefillCheck::UnderLock {
+                blocks * check_block
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Probability that a hold's previous holder was another CPU, for `procs` symmetric tasks.
+pub fn p_other(procs: u32) -> f64 {
+    let n = f64::from(procs.max(1));
+    (n - 1.0) / n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold() -> CodeHold {
+        let m = Machine::builtin("xeon-gold-6252-2s").unwrap();
+        CodeHold::new(&m, KernelVersion::new(6, 1), 2.1)
+    }
+
+    #[test]
+    fn check_placement_follows_the_kernel() {
+        assert_eq!(
+            RefillCheck::of(KernelVersion::new(4, 15)),
+            RefillCheck::UnderLock
+        );
+        assert_eq!(
+            RefillCheck::of(KernelVersion::new(6, 1)),
+            RefillCheck::UnderLock
+        );
+        assert_eq!(
+            RefillCheck::of(KernelVersion::new(6, 3)),
+            RefillCheck::AfterLock
+        );
+        assert_eq!(RefillCheck::of(KernelVersion::new(6, 10)), RefillCheck::Off);
+    }
+
+    #[test]
+    fn one_task_pays_no_handover_and_the_hold_grows_with_blocks() {
+        let h = hold();
+        let one = h.refill(63.0, 0, p_other(1), 47.5, None);
+        assert_eq!(one.handover_ns, 0.0);
+        let two = h.refill(126.0, 0, p_other(1), 47.5, None);
+        // Linear in blocks: the per-block part doubles exactly, the call part does not.
+        assert!((two.blocks_ns - 2.0 * one.blocks_ns).abs() < 1e-9);
+        assert!(h.refill(63.0, 0, p_other(24), 47.5, None).handover_ns > 0.0);
+    }
+
+    #[test]
+    fn an_order_9_check_streams_its_struct_pages() {
+        let h = hold();
+        let p = h.refill(1.0, 9, 0.0, 47.5, None);
+        // 511 tail lines at the stream's time per line (85 ns / 16 = 5.3 ns, longer than the
+        // 8-cycle check at 2.1 GHz): the check is 511 x 5.31 + 3.8 ns, exactly.
+        let expect = 511.0 * (85.0 / 16.0) + 8.0 / 2.1;
+        assert!((p.check_ns - expect).abs() < 1e-6, "{}", p.check_ns);
+        let off = h
+            .with_check(RefillCheck::AfterLock)
+            .refill(1.0, 9, 0.0, 47.5, None);
+        assert_eq!(off.check_ns, 0.0);
+    }
+}
