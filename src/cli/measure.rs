@@ -240,6 +240,15 @@ pub fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode
 }
 
 /// Prints the per-level difference between two runs; exit 1 when one is outside the tolerance.
+/// A value in ns, or `-` when the run has none (a placement seen in the other run only).
+fn ns_or_dash(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        sig(v, 4)
+    }
+}
+
 fn print_repeat_check(
     a: &latency::LatencyReport,
     b: &latency::LatencyReport,
@@ -270,12 +279,19 @@ fn print_repeat_check(
     for r in &rows {
         t.push([
             r.what.clone(),
-            sig(r.first, 4),
-            sig(r.second, 4),
+            ns_or_dash(r.first),
+            ns_or_dash(r.second),
             ci(r.rel_ci_pct.0),
             ci(r.rel_ci_pct.1),
             format!("{:+.1}", r.diff_pct),
-            if r.within { "yes" } else { "NO" }.to_string(),
+            if r.diff_pct.is_nan() {
+                "-"
+            } else if r.within {
+                "yes"
+            } else {
+                "NO"
+            }
+            .to_string(),
         ]);
     }
     let failed: Vec<&str> = rows

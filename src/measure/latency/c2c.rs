@@ -138,7 +138,7 @@ const MODE_MIN_SHARE: f64 = 0.1;
 /// Ratio of two modes' medians that makes them two placements: transfers through a shared L2
 /// (SMT siblings), a shared L3 and across L3s differ by 1.5-4x on x86 servers, while the windows
 /// of one placement spread by a few percent.
-const MODE_MIN_RATIO: f64 = 1.4;
+pub(super) const MODE_MIN_RATIO: f64 = 1.4;
 /// Least jump between neighbouring sorted windows at the split: two placements leave an empty
 /// gap between their clusters.
 const MODE_MIN_GAP: f64 = 1.15;

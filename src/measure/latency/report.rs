@@ -307,6 +307,23 @@ pub struct RepeatRow {
     pub within: bool,
 }
 
+/// A core-to-core mode seen in one run only (`first`: in run 1): not compared (NaN values).
+fn unmatched(class: impl std::fmt::Display, m: &Mode, first: bool) -> RepeatRow {
+    let (a, b) = if first { (1, 2) } else { (2, 1) };
+    RepeatRow {
+        what: format!(
+            "c2c {class} mode at {:.0} ns ({:.0} % of run {a}'s windows): not in run {b} (another vCPU placement), not compared",
+            m.median,
+            100.0 * m.share
+        ),
+        first: if first { m.median } else { f64::NAN },
+        second: if first { f64::NAN } else { m.median },
+        rel_ci_pct: (f64::NAN, f64::NAN),
+        diff_pct: f64::NAN,
+        within: true,
+    }
+}
+
 /// Compares two runs level by level (the levels and classes both have).
 pub fn repeat_check(a: &LatencyReport, b: &LatencyReport) -> Vec<RepeatRow> {
     let row = |what: String, x: &super::Estimate, y: &super::Estimate| {
@@ -329,31 +346,54 @@ pub fn repeat_check(a: &LatencyReport, b: &LatencyReport) -> Vec<RepeatRow> {
     for x in &a.c2c {
         let Some(y) = b.class(x.class) else { continue };
         out.push(row(format!("c2c {}", x.class), &x.estimate, &y.estimate));
-        // When a run is bimodal, each placement's latency compared with the nearest mode of
-        // the other run: the dominant mode can flip between runs while each mode repeats.
-        if x.modes.len() > 1 || y.modes.len() > 1 {
-            for m in &x.modes {
-                let near = y.modes.iter().min_by(|p, q| {
-                    let d = |o: &&Mode| (o.median / m.median).ln().abs();
-                    d(p).total_cmp(&d(q))
-                });
-                if let Some(n) = near {
-                    let diff_pct = 100.0 * (n.median - m.median) / m.median;
-                    out.push(RepeatRow {
-                        what: format!(
-                            "c2c {} mode ({:.0} % / {:.0} % of windows)",
-                            x.class,
-                            100.0 * m.share,
-                            100.0 * n.share
-                        ),
-                        first: m.median,
-                        second: n.median,
-                        rel_ci_pct: (f64::NAN, f64::NAN),
-                        diff_pct,
-                        within: diff_pct.abs() <= REPEAT_TOLERANCE_PCT,
-                    });
+        out.extend(compare_modes(x.class, &x.modes, &y.modes));
+    }
+    out
+}
+
+/// Each core-to-core placement (mode) of run 1 against the nearest mode of run 2, when either
+/// run is bimodal: the dominant mode can flip between runs while each mode repeats. A mode with
+/// no counterpart (the nearest differs by the modes' own separation ratio) is a placement the
+/// other run never saw: listed, not compared.
+fn compare_modes(class: &str, xm: &[Mode], ym: &[Mode]) -> Vec<RepeatRow> {
+    let mut out = Vec::new();
+    if xm.len() < 2 && ym.len() < 2 {
+        return out;
+    }
+    let sep = super::c2c::MODE_MIN_RATIO.ln();
+    let nearest = |m: &Mode, other: &[Mode]| -> Option<Mode> {
+        other
+            .iter()
+            .min_by(|p, q| {
+                let d = |o: &&Mode| (o.median / m.median).ln().abs();
+                d(p).total_cmp(&d(q))
+            })
+            .filter(|n| (n.median / m.median).ln().abs() < sep)
+            .copied()
+    };
+    for m in xm {
+        out.push(match nearest(m, ym) {
+            Some(n) => {
+                let diff_pct = 100.0 * (n.median - m.median) / m.median;
+                RepeatRow {
+                    what: format!(
+                        "c2c {class} mode ({:.0} % / {:.0} % of windows)",
+                        100.0 * m.share,
+                        100.0 * n.share
+                    ),
+                    first: m.median,
+                    second: n.median,
+                    rel_ci_pct: (f64::NAN, f64::NAN),
+                    diff_pct,
+                    within: diff_pct.abs() <= REPEAT_TOLERANCE_PCT,
                 }
             }
+            None => unmatched(class, m, true),
+        });
+    }
+    for n in ym {
+        if nearest(n, xm).is_none() {
+            out.push(unmatched(class, n, false));
         }
     }
     out
@@ -388,5 +428,30 @@ mod tests {
         ];
         let w = dominant_windows(&[59.0, 61.0, 100.0, 150.0, 225.0], &m);
         assert_eq!(w, [59.0, 61.0, 100.0]);
+    }
+
+    #[test]
+    fn a_placement_seen_in_one_run_only_is_not_compared() {
+        let m = |median, share| Mode { median, share };
+        // Run 1 saw 58 ns (86 %) and 220 ns (14 %); run 2 only 56 ns: the 220 ns placement has
+        // no counterpart (56 / 220 is far past the 1.4 separation) and is listed, not failed.
+        let rows = compare_modes(
+            "same_llc",
+            &[m(58.0, 0.86), m(220.0, 0.14)],
+            &[m(56.0, 1.0)],
+        );
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].within && (rows[0].diff_pct + 3.45).abs() < 0.01);
+        assert!(rows[1].diff_pct.is_nan() && rows[1].within);
+        assert!(rows[1].what.contains("not in run 2"));
+        // A mode that moved by 20 % is still the same placement, and fails the 10 % check.
+        let rows = compare_modes(
+            "same_llc",
+            &[m(58.0, 0.7), m(220.0, 0.3)],
+            &[m(58.0, 0.8), m(176.0, 0.2)],
+        );
+        assert!(!rows[1].within);
+        // One mode in each run: nothing to add to the value's own row.
+        assert!(compare_modes("same_llc", &[m(58.0, 1.0)], &[m(40.0, 1.0)]).is_empty());
     }
 }
