@@ -23,7 +23,7 @@
 use crate::error::Result;
 use crate::hw::machine::Machine;
 use crate::model::autotune::{
-    lock_outcome, pageset, FlowTally, PairFlow, ProcessFlow, SeriesState, ZoneLoad,
+    lock_outcome, pageset, FlowTally, LockOutcome, PairFlow, ProcessFlow, SeriesState, ZoneLoad,
 };
 use crate::model::zonelock::ZoneLockModel;
 use crate::workload::kinds::alloc_loop::lock_params;
@@ -58,6 +58,19 @@ pub struct StatePrediction {
 
 fn per_unit(t: &FlowTally, x: u64) -> f64 {
     x as f64 / t.work_units.max(1) as f64
+}
+
+impl StatePrediction {
+    fn new(tally: &FlowTally, out: &LockOutcome) -> StatePrediction {
+        StatePrediction {
+            ns_per_unit: out.ns_per_unit,
+            contention: out.contention,
+            zone_alloc_per_unit: per_unit(tally, tally.zone_alloc_pages),
+            free_high_per_unit: per_unit(tally, tally.free_high_drains),
+            mean_pcp_pages: tally.mean_pcp_pages,
+            final_high_pages: tally.final_high_pages,
+        }
+    }
 }
 
 /// kbuild (8 cgroups x make -j 28) on the assumed 224-CPU machine in `state`.
@@ -98,14 +111,7 @@ pub fn kbuild(state: SeriesState) -> Result<StatePrediction> {
             order: 0,
         },
     )?;
-    Ok(StatePrediction {
-        ns_per_unit: out.ns_per_unit,
-        contention: out.contention,
-        zone_alloc_per_unit: per_unit(&tally, tally.zone_alloc_pages),
-        free_high_per_unit: per_unit(&tally, tally.free_high_drains),
-        mean_pcp_pages: tally.mean_pcp_pages,
-        final_high_pages: tally.final_high_pages,
-    })
+    Ok(StatePrediction::new(&tally, &out))
 }
 
 /// lmbench3 UNIX (AF_UNIX) 16 pairs on the 128-CPU Ice Lake in `state`.
@@ -142,14 +148,7 @@ pub fn lmbench(state: SeriesState) -> Result<StatePrediction> {
             order,
         },
     )?;
-    Ok(StatePrediction {
-        ns_per_unit: out.ns_per_unit,
-        contention: out.contention,
-        zone_alloc_per_unit: per_unit(&tally, tally.zone_alloc_pages),
-        free_high_per_unit: per_unit(&tally, tally.free_high_drains),
-        mean_pcp_pages: tally.mean_pcp_pages,
-        final_high_pages: tally.final_high_pages,
-    })
+    Ok(StatePrediction::new(&tally, &out))
 }
 
 /// The state a table label stands for, per benchmark (None: not expressed).
@@ -208,7 +207,30 @@ struct Sink<'a> {
     score: bool,
 }
 
-impl Sink<'_> {
+impl<'a> Sink<'a> {
+    /// Rows of `thread` on the kbuild machine (`kbuild`, perf a time) or lmbench's (a score).
+    fn new(rows: &'a mut Vec<ValidationRow>, thread: &'a str, kbuild: bool) -> Sink<'a> {
+        Sink {
+            rows,
+            thread,
+            machine: if kbuild {
+                KBUILD_MACHINE
+            } else {
+                LMBENCH_MACHINE
+            },
+            score: !kbuild,
+        }
+    }
+
+    /// The benchmark's perf in `p` over `b`, as its table states it (time or score).
+    fn perf_ratio(&self, p: &StatePrediction, b: &StatePrediction) -> f64 {
+        if self.score {
+            b.ns_per_unit / p.ns_per_unit
+        } else {
+            p.ns_per_unit / b.ns_per_unit
+        }
+    }
+
     fn row(&mut self, case: &str, q: &str, mv: f64, pv: f64, unit: &str) {
         if mv.is_finite() && pv.is_finite() {
             self.rows.push(ValidationRow::new(
@@ -235,11 +257,7 @@ impl Sink<'_> {
             "%",
         );
         let Some(b) = b else { return };
-        let perf_p = if self.score {
-            b.ns_per_unit / p.ns_per_unit
-        } else {
-            p.ns_per_unit / b.ns_per_unit
-        };
+        let perf_p = self.perf_ratio(p, b);
         let r = [
             ("perf", m.perf, perf_p),
             (
@@ -312,16 +330,7 @@ pub fn huang_cover() -> Result<TableValidation> {
         } else {
             "16 pairs"
         };
-        let mut sink = Sink {
-            rows: &mut rows,
-            thread: "literature-huang",
-            machine: if is_kbuild {
-                KBUILD_MACHINE
-            } else {
-                LMBENCH_MACHINE
-            },
-            score: !is_kbuild,
-        };
+        let mut sink = Sink::new(&mut rows, "literature-huang", is_kbuild);
         let case = format!("{bench} {setup_short} {version} {}", cell(r, "kernel"));
         let b = (state != SeriesState::Base).then_some(&preds[0]);
         sink.push(&case, &m, &preds[idx(state)], b);
@@ -378,21 +387,8 @@ pub fn huang_prose() -> Result<TableValidation> {
                 .unwrap_or("")
                 .trim_start_matches('[')
         );
-        let mut sink = Sink {
-            rows: &mut rows,
-            thread: "literature-huang-prose",
-            machine: if is_kbuild {
-                KBUILD_MACHINE
-            } else {
-                LMBENCH_MACHINE
-            },
-            score: !is_kbuild,
-        };
-        let perf_p = if is_kbuild {
-            p.ns_per_unit / b.ns_per_unit
-        } else {
-            b.ns_per_unit / p.ns_per_unit
-        };
+        let mut sink = Sink::new(&mut rows, "literature-huang-prose", is_kbuild);
+        let perf_p = sink.perf_ratio(p, b);
         if q.starts_with("cycles% of spinlock") {
             sink.row(
                 &format!("{case} lock contend after"),
