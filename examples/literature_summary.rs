@@ -4,10 +4,13 @@ use pcpmodel::validate::literature as lit;
 
 fn main() -> pcpmodel::Result<()> {
     type Table = fn() -> pcpmodel::Result<pcpmodel::validate::TableValidation>;
-    let tables: [(&str, Table); 3] = [
+    use pcpmodel::validate::literature_huang as huang;
+    let tables: [(&str, Table); 5] = [
         ("halbuer", lit::halbuer),
         ("kemi wang", lit::kemi_wang),
         ("daniel jordan", lit::daniel_jordan),
+        ("huang cover", huang::huang_cover),
+        ("huang prose", huang::huang_prose),
     ];
     for (name, f) in tables {
         let t0 = std::time::Instant::now();
@@ -16,7 +19,7 @@ fn main() -> pcpmodel::Result<()> {
         println!("== {} ({name}: {:.0} ms)", t.title, dt.as_secs_f64() * 1e3);
         for r in &t.rows {
             println!(
-                "{:<45} {:<16} measured {:>12.4} predicted {:>12.4} {:+.1} %",
+                "{:<60} {:<16} measured {:>12.4} predicted {:>12.4} {:+.1} %",
                 r.case,
                 r.quantity,
                 r.measured,

@@ -18,9 +18,12 @@
 //! - [`highorder`]: high-order pages on PCP lists (thread 003): zone->lock traffic of 64 KiB
 //!   folios with and without order 4 on the lists (the kernel's PCP state machine stepped), and
 //!   the contention it causes.
+//! - [`autotune`]: PCP high auto-tuning (6.7) stepped in time per workload (process exits,
+//!   writer/reader pairs, vmstat-tick decay) and the cumulative states of Huang Ying's series.
 //! - [`perflock`]: what `perf lock contention` counts on a queued spinlock and what its BPF
 //!   handlers add to the waits and holds it reports (thread 003).
 
+pub mod autotune;
 pub mod cache;
 pub mod highorder;
 pub mod hold;

@@ -9,12 +9,9 @@
 //! (the measure: direction of change and size of change) and, where the table is
 //! absolute and the model's absolute scale is meaningful, the absolute value too.
 //!
+//! Huang Ying's auto-tuning series has its own file, [`super::literature_huang`].
+//!
 //! Tables without rows yet, and why:
-//! - `huang_pcp_autotune_series_2023_*`: the auto-tuning dynamics (high between high_min and
-//!   high_max driven by alloc_factor / free_count, decayed on vmstat ticks) are implemented as
-//!   kernel state, but no workload file describes kbuild, SCTP_STREAM_MANY or lmbench UNIX on
-//!   Huang's unnamed 224- and 128-CPU machines, and the tables' quantities (lock contend %,
-//!   free_high count, zone allocations relative to base) are not outputs of a kind yet.
 //! - `nikhil_dhama_amd_2025_*`: the free_high trigger threshold as a knob of the
 //!   producer-consumer flow is not wired, and the 2 x 192-vCPU AMD machine has no file.
 //! - `nviennot_*`: machine inputs (core-to-core latency), not predictions.
@@ -28,7 +25,7 @@ use crate::workload::{Knobs, Registry};
 use super::{Role, TableValidation, ValidationRow};
 
 /// A compiled-in table's rows as maps from column name to cell.
-fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>>> {
+pub(super) fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>>> {
     let t = data::table(name)?;
     let cols = t.columns()?;
     Ok(t.rows()?
@@ -37,7 +34,11 @@ fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>
         .collect())
 }
 
-fn num(row: &std::collections::BTreeMap<String, String>, col: &str, file: &str) -> Result<f64> {
+pub(super) fn num(
+    row: &std::collections::BTreeMap<String, String>,
+    col: &str,
+    file: &str,
+) -> Result<f64> {
     row.get(col)
         .and_then(|v| v.trim().parse::<f64>().ok())
         .ok_or_else(|| Error::parse(file, 0, col, "not a number"))
@@ -252,18 +253,29 @@ pub fn daniel_jordan() -> Result<TableValidation> {
 
 /// Every literature table with rows.
 pub fn all() -> Result<Vec<TableValidation>> {
-    Ok(vec![halbuer()?, kemi_wang()?, daniel_jordan()?])
+    Ok(vec![
+        halbuer()?,
+        kemi_wang()?,
+        daniel_jordan()?,
+        super::literature_huang::huang_cover()?,
+        super::literature_huang::huang_prose()?,
+    ])
 }
 
 /// The summary of ratio rows: (rows, direction right, within 25 % of the measured
 /// change). The change of a ratio row is `ratio - 1`; its direction is right when the predicted
-/// and measured changes have the same sign; within 25 % when the predicted change is within 25 %
+/// and measured changes have the same sign (zero counting as its own sign); within 25 % when the predicted change is within 25 %
 /// of the measured change.
 pub fn ratio_summary(t: &TableValidation) -> (usize, usize, usize) {
     let r: Vec<_> = t.rows.iter().filter(|r| r.quantity == "ratio").collect();
     let dir = r
         .iter()
-        .filter(|r| (r.measured - 1.0).signum() == (r.predicted - 1.0).signum())
+        .filter(|r| {
+            // f64::signum(0.0) is 1.0: a predicted "no change" is not the direction of a
+            // measured rise (nor of a fall).
+            let sign = |x: f64| if x == 0.0 { 0.0 } else { x.signum() };
+            sign(r.measured - 1.0) == sign(r.predicted - 1.0)
+        })
         .count();
     let within = r
         .iter()

@@ -51,6 +51,7 @@ builtin_workloads!(
     "netperf-tcp-stream",
     "iperf3-tcp",
     "lmbench-af-unix",
+    "kbuild-cgroups",
 );
 
 /// Where a workload came from.

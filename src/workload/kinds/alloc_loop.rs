@@ -156,7 +156,7 @@ fn reference_machine(machine: &Machine, t000: &[String]) -> Result<Option<(Machi
 
 /// The lock parameters of a workload on a machine by the module docs' rule; `work_ns` is the
 /// work per allocation (ignored for thread 000's workload, whose work is fitted).
-fn lock_params(
+pub fn lock_params(
     w: &WorkloadSpec,
     machine: &Machine,
     work_ns: f64,

@@ -1,0 +1,446 @@
+//! PCP high auto-tuning (6.7 on) as dynamics in time, per workload: the kernel's own pageset
+//! ([`PcpState`]: `nr_pcp_alloc()` raises `pcp->high` on refills, `nr_pcp_high()` raises it to
+//! `free_count + batch` on the free path and lowers it on `free_high`, `decay_pcp_high()` lowers
+//! it by 1/8 on every vmstat tick and drains the excess) stepped through a workload's page flow in
+//! simulated time, so that zone traffic (pages and holds), `free_high` drains, the pages held on
+//! the PCP lists and, through the zone->lock queue of [`crate::model::zonelock`], lock contention
+//! and the time per unit of work come out of it.
+//!
+//! # States of Huang Ying's series (cumulative, v3 numbering)
+//! [`SeriesState`]: `Base` is 6.6 (fixed `high`; `free_high` on any order-1..3 free once
+//! `free_factor > 0`); `NoAutoTune` is 6.7 with `high_min == high_max` (the kernel's own path
+//! when `vm.percpu_pagelist_high_fraction` is set: patches 1-6 in effect, i.e. two consecutive
+//! high-order frees for `free_high` (patch 1), PCPF_FREE_HIGH_BATCH (patch 3), `alloc_factor`
+//! (patch 5), `free_count` in place of `free_factor`); `AutoTune` is 6.7 (the whole series).
+//! PCPF_FREE_HIGH_BATCH is set from the machine: `per_cpu_data_slice_size = llc_size /
+//! cpus_sharing_llc` (drivers/base/cacheinfo.c, 6.7) above `3 * batch` pages.
+//!
+//! # Flows
+//! - [`ProcessFlow`] (kbuild): each CPU runs processes back to back; a process allocates its
+//!   order-1 PGD (`pgd_alloc()` at fork), then `pages` order-0 pages with `work_ns` of work each
+//!   (`share` of it during allocation); at exit the user pages are freed (`exit_mmap()`), then the
+//!   PGD (`mm_free_pgd()`).
+//! - [`PairFlow`] (lmbench AF_UNIX): a writer allocates blocks of `order`, its reader frees them on
+//!   another CPU; each side works `work_ns` per block.
+//!
+//! Time advances by the work of each step; every `tick_ns` of simulated time each pageset gets a
+//! `decay_pcp_high()` (>= 6.7; 6.6 has none). The first `warmup` share of the run is not recorded.
+//!
+//! # Assumptions
+//! - One CPU's pageset stands for all (the CPUs of a zone run the same flow, out of phase).
+//! - Zone->lock holds are not in the simulated time (they are microseconds against seconds of
+//!   work; the queue adds them afterwards).
+//! - The buddy allocator always has pages; no ZONE_BELOW_HIGH / reclaim (no memory pressure).
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hw::machine::Machine;
+use crate::kernel::layout::ZoneKind;
+use crate::kernel::ops::{pcpf_free_high_batch, PcpState};
+use crate::kernel::version::KernelVersion;
+use crate::model::zonelock::{
+    BatchDynamics, Freeing, LoopShape, LoopTally, ThinkRule, ZoneLockModel, ZoneLockParams,
+};
+
+/// A cumulative state of Huang Ying's PCP auto-tuning series that the model can express.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesState {
+    /// Kernel 6.6, before the series.
+    Base,
+    /// 6.7 without auto-tuning (`high_min == high_max`): the series up to patch 5 (v3 numbering).
+    NoAutoTune,
+    /// 6.7: the whole series.
+    AutoTune,
+}
+
+impl SeriesState {
+    /// The kernel version the state is built on.
+    pub fn kernel(self) -> KernelVersion {
+        match self {
+            SeriesState::Base => KernelVersion::new(6, 6),
+            _ => KernelVersion::new(6, 7),
+        }
+    }
+
+    /// The series' label of the state (its tables' `kernel` column).
+    pub fn label(self) -> &'static str {
+        match self {
+            SeriesState::Base => "base",
+            SeriesState::NoAutoTune => "patch5",
+            SeriesState::AutoTune => "patch7",
+        }
+    }
+}
+
+/// Whether PCPF_FREE_HIGH_BATCH is set on `machine` for `batch`: the per-CPU slice of the LLC
+/// above three batches ([`pcpf_free_high_batch`]).
+pub fn free_high_batch_flag(machine: &Machine, batch_pages: u32) -> bool {
+    let sharers = (machine.cpus() / machine.llc_domains().max(1)).max(1);
+    pcpf_free_high_batch(
+        machine.llc_bytes_per_domain() / u64::from(sharers),
+        batch_pages,
+    )
+}
+
+/// The pageset of `node`'s Normal zone in `state`.
+pub fn pageset(model: &ZoneLockModel, state: SeriesState, node: u32) -> Result<PcpState> {
+    let cfg = model.kernel_config_opt(None)?;
+    let mut st = cfg.pcp_state(node, ZoneKind::Normal)?;
+    if state == SeriesState::NoAutoTune {
+        st.high_max_pages = st.high_min_pages;
+        st.high_pages = st.high_min_pages;
+    }
+    if state != SeriesState::Base {
+        st.flags.free_high_batch = free_high_batch_flag(&model.machine, st.batch_pages);
+    }
+    Ok(st)
+}
+
+/// What a flow did over its recorded span, per zone's CPU (or pair).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FlowTally {
+    /// `(pages, holds)` of refills (and allocations bypassing the lists).
+    pub refill: Vec<(u32, u64)>,
+    /// `(pages, holds)` of drains (free path and decay).
+    pub drain: Vec<(u32, u64)>,
+    /// Pages allocated from the zone (refills), all orders.
+    pub zone_alloc_pages: u64,
+    /// Drains taken by the `free_high` path.
+    pub free_high_drains: u64,
+    /// Blocks of the flow's unit of work (pages of the working set, or blocks sent) recorded.
+    pub work_units: u64,
+    /// Simulated time recorded, ns.
+    pub span_ns: f64,
+    /// Time-average pages on the PCP lists (all pagesets of the flow), pages.
+    pub mean_pcp_pages: f64,
+    /// Live `pcp->high` at the end, pages (of the freeing pageset).
+    pub final_high_pages: u32,
+}
+
+impl FlowTally {
+    /// Adds another run's tally (counts, spans and areas add; the mean held is span-weighted).
+    pub fn merge(&mut self, o: &FlowTally) {
+        let span = self.span_ns + o.span_ns;
+        if span > 0.0 {
+            self.mean_pcp_pages =
+                (self.mean_pcp_pages * self.span_ns + o.mean_pcp_pages * o.span_ns) / span;
+        }
+        self.span_ns = span;
+        for &(p, n) in &o.refill {
+            add_n(&mut self.refill, p, n);
+        }
+        for &(p, n) in &o.drain {
+            add_n(&mut self.drain, p, n);
+        }
+        self.refill.sort_unstable();
+        self.drain.sort_unstable();
+        self.zone_alloc_pages += o.zone_alloc_pages;
+        self.free_high_drains += o.free_high_drains;
+        self.work_units += o.work_units;
+        self.final_high_pages = o.final_high_pages;
+    }
+}
+
+fn add(v: &mut Vec<(u32, u64)>, pages: u32) {
+    add_n(v, pages, 1);
+}
+
+fn add_n(v: &mut Vec<(u32, u64)>, pages: u32, n: u64) {
+    if pages == 0 {
+        return;
+    }
+    match v.iter_mut().find(|r| r.0 == pages) {
+        Some(r) => r.1 += n,
+        None => v.push((pages, n)),
+    }
+}
+
+/// Records steps and ticks into a [`FlowTally`] once past the warm-up.
+struct Clock {
+    t_ns: f64,
+    next_tick_ns: f64,
+    tick_ns: f64,
+    record_from_ns: f64,
+    end_ns: f64,
+    pcp_area: f64,
+    tally: FlowTally,
+}
+
+impl Clock {
+    fn new(tick_ns: f64, phase: f64, end_ns: f64, warmup: f64) -> Result<Clock> {
+        if !(tick_ns.is_finite() && tick_ns > 0.0 && end_ns.is_finite() && end_ns > 0.0) {
+            return Err(Error::invalid(
+                "auto-tuning flow",
+                "tick / span",
+                "must be finite and > 0",
+            ));
+        }
+        Ok(Clock {
+            t_ns: 0.0,
+            next_tick_ns: tick_ns * (1.0 - phase.clamp(0.0, 0.999)),
+            tick_ns,
+            record_from_ns: warmup.clamp(0.0, 0.9) * end_ns,
+            end_ns,
+            pcp_area: 0.0,
+            tally: FlowTally::default(),
+        })
+    }
+
+    fn recording(&self) -> bool {
+        self.t_ns >= self.record_from_ns
+    }
+
+    /// Advances by `dt` with `held` pages on the lists, ticking `decay_pcp_high()` on `sets`.
+    fn advance(&mut self, dt: f64, held: u32, sets: &mut [&mut PcpState]) -> Result<()> {
+        if self.recording() {
+            self.pcp_area += f64::from(held) * dt;
+            self.tally.span_ns += dt;
+        }
+        self.t_ns += dt;
+        while self.t_ns >= self.next_tick_ns {
+            self.next_tick_ns += self.tick_ns;
+            for s in sets.iter_mut() {
+                if s.version() >= KernelVersion::new(6, 7) {
+                    let d = s.decay_pcp_high()?;
+                    if self.recording() {
+                        for h in d.drained_pages_per_hold {
+                            add(&mut self.tally.drain, h);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn alloc(&mut self, st: &mut PcpState, order: u8) -> Result<()> {
+        let s = st.alloc(order)?;
+        if self.recording() && s.refill_pages > 0 {
+            add(&mut self.tally.refill, s.refill_pages);
+            self.tally.zone_alloc_pages += u64::from(s.refill_pages);
+        }
+        Ok(())
+    }
+
+    fn free(&mut self, st: &mut PcpState, order: u8) -> Result<()> {
+        let f = st.free(order)?;
+        if self.recording() {
+            if f.free_high && !f.drained_pages_per_hold.is_empty() {
+                self.tally.free_high_drains += 1;
+            }
+            for h in f.drained_pages_per_hold {
+                add(&mut self.tally.drain, h);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, final_high: u32) -> FlowTally {
+        self.tally.mean_pcp_pages = if self.tally.span_ns > 0.0 {
+            self.pcp_area / self.tally.span_ns
+        } else {
+            0.0
+        };
+        self.tally.final_high_pages = final_high;
+        self.tally.refill.sort_unstable();
+        self.tally.drain.sort_unstable();
+        self.tally
+    }
+}
+
+/// Processes run back to back on one CPU (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ProcessFlow {
+    /// Order-0 pages of a process's working set.
+    pub pages: u64,
+    /// Work per page, ns.
+    pub work_ns: f64,
+    /// Share of the work done while allocating (the rest while exiting).
+    pub share: f64,
+    /// Order of the PGD allocated at fork and freed last at exit.
+    pub pgd_order: u8,
+    /// vmstat interval, ns.
+    pub tick_ns: f64,
+    /// Processes simulated (the first quarter is warm-up).
+    pub processes: u32,
+    /// Where in its interval the first tick falls (0..1): runs at several phases average over
+    /// the ticks' position in a process's life (a process of about one tick would otherwise
+    /// lock onto one phase).
+    pub tick_phase: f64,
+}
+
+impl ProcessFlow {
+    /// Steps `st` through the flow; work units are pages of the working sets recorded.
+    pub fn run(&self, st: &mut PcpState) -> Result<FlowTally> {
+        if self.pages == 0
+            || !(self.work_ns.is_finite() && self.work_ns > 0.0)
+            || !(0.0..=1.0).contains(&self.share)
+        {
+            return Err(Error::invalid(
+                "process flow",
+                "pages / work_ns / share",
+                "need pages >= 1, work > 0 and a share in 0..=1",
+            ));
+        }
+        let per_process = self.pages as f64 * self.work_ns;
+        let end = per_process * f64::from(self.processes.max(4));
+        let mut c = Clock::new(self.tick_ns, self.tick_phase, end, 0.25)?;
+        let da = self.share * self.work_ns;
+        let df = (1.0 - self.share) * self.work_ns;
+        while c.t_ns < c.end_ns {
+            let rec = c.recording();
+            c.alloc(st, self.pgd_order)?;
+            for _ in 0..self.pages {
+                c.alloc(st, 0)?;
+                let held = st.count_pages;
+                c.advance(da, held, &mut [&mut *st])?;
+            }
+            for _ in 0..self.pages {
+                c.free(st, 0)?;
+                let held = st.count_pages;
+                c.advance(df, held, &mut [&mut *st])?;
+            }
+            c.free(st, self.pgd_order)?;
+            if rec {
+                c.tally.work_units += self.pages;
+            }
+        }
+        let h = st.high_pages;
+        Ok(c.finish(h))
+    }
+}
+
+/// A writer/reader pair (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairFlow {
+    /// Order of the blocks sent.
+    pub order: u8,
+    /// Work per block on each side, ns.
+    pub work_ns: f64,
+    /// vmstat interval, ns.
+    pub tick_ns: f64,
+    /// Simulated span, ns (the first quarter is warm-up).
+    pub span_ns: f64,
+}
+
+impl PairFlow {
+    /// Steps the writer's pageset `w` and the reader's `r` through the flow; work units are
+    /// blocks sent while recording.
+    pub fn run(&self, w: &mut PcpState, r: &mut PcpState) -> Result<FlowTally> {
+        if !self.work_ns.is_finite() || self.work_ns <= 0.0 {
+            return Err(Error::invalid("pair flow", "work_ns", "must be > 0"));
+        }
+        let mut c = Clock::new(self.tick_ns, 0.0, self.span_ns, 0.25)?;
+        while c.t_ns < c.end_ns {
+            c.alloc(w, self.order)?;
+            c.free(r, self.order)?;
+            if c.recording() {
+                c.tally.work_units += 1;
+            }
+            let held = w.count_pages + r.count_pages;
+            c.advance(self.work_ns, held, &mut [&mut *w, &mut *r])?;
+        }
+        let h = r.high_pages;
+        Ok(c.finish(h))
+    }
+}
+
+/// A flow's tally through the zone->lock queue.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LockOutcome {
+    /// Time per work unit of one CPU (pairs: of the slower side), ns: work, holds and waits.
+    pub ns_per_unit: f64,
+    /// Share of the CPUs' time spent waiting for zone->lock.
+    pub contention: f64,
+    /// Lock utilisation.
+    pub utilisation: f64,
+}
+
+/// How a flow loads one zone's lock: `cpus` CPUs; `work_ns` of work of one CPU per work unit;
+/// `pairs` when each work unit involves two CPUs (a writer that refills and a reader that
+/// drains), else one CPU does both sides and `share` of its work follows allocations; blocks
+/// of `order`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ZoneLoad {
+    /// CPUs on the zone.
+    pub cpus: u32,
+    /// Work of one CPU per work unit, ns.
+    pub work_ns: f64,
+    /// Writer/reader pairs.
+    pub pairs: bool,
+    /// Share of the work after allocations (one CPU doing both sides).
+    pub share: f64,
+    /// Block order.
+    pub order: u8,
+}
+
+/// Solves the lock queue of a zone loaded by `load` running the flow of `tally`.
+pub fn lock_outcome(
+    model: &ZoneLockModel,
+    p: &ZoneLockParams,
+    tally: &FlowTally,
+    load: &ZoneLoad,
+) -> Result<LockOutcome> {
+    let ZoneLoad {
+        cpus,
+        work_ns,
+        pairs,
+        share,
+        order,
+    } = *load;
+    let units = tally.work_units.max(1);
+    let (work_per_unit, share) = if pairs {
+        (2.0 * work_ns, 0.5)
+    } else {
+        (work_ns, share)
+    };
+    let d = BatchDynamics {
+        refill: tally.refill.clone(),
+        free: tally.drain.clone(),
+        pages_per_iteration: units << order,
+        batch_pages: 0,
+        scale_max: None,
+        leftover_pages: 0,
+        shape: LoopShape {
+            order,
+            freeing: Freeing::Phases(units),
+        },
+        tally: LoopTally {
+            alloc: Default::default(),
+            free: Default::default(),
+        },
+    };
+    let params = ZoneLockParams {
+        work_ns_per_page: work_per_unit,
+        ..*p
+    };
+    let pred = model.predict_loop(
+        &params,
+        &[(0, cpus, d.clone())],
+        share,
+        false,
+        ThinkRule::PerIteration,
+        false,
+    )?;
+    let z = &pred.zones[0];
+    let refills = d.refills() as f64;
+    let drains = d.drains() as f64;
+    let u = units as f64;
+    let side_r = refills * (z.refill_hold_ns + z.refill_wait_ns);
+    let side_f = drains * (z.free_hold_ns + z.free_wait_ns);
+    let wait = refills * z.refill_wait_ns + drains * z.free_wait_ns;
+    let (t, cpu_time) = if pairs {
+        let t = (u * work_ns + side_r).max(u * work_ns + side_f);
+        (t, 2.0 * t)
+    } else {
+        let t = u * work_ns + side_r + side_f;
+        (t, t)
+    };
+    Ok(LockOutcome {
+        ns_per_unit: t / u,
+        contention: if cpu_time > 0.0 { wait / cpu_time } else { 0.0 },
+        utilisation: z.lock_utilisation,
+    })
+}
