@@ -103,3 +103,50 @@ fn cli_runs_another_reuse_workload() {
     assert_eq!(v["workload"], "iperf3-tcp");
     assert_eq!(v["machine"], "epyc-7w83");
 }
+
+#[test]
+fn optimal_high_takes_the_kinds_knobs_as_flags() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "optimal-high",
+            "--workload",
+            "lmbench-af-unix",
+            "--machine",
+            "epyc-7w83",
+            "--samples",
+            "20",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = Command::cargo_bin("pcpmodel")
+            .unwrap()
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{extra:?}: {out:?}");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        j["optimal_high_pages"].as_u64().unwrap()
+    };
+    // pcp->batch sets how many pages each drain returns, so a batch of 31 instead of the
+    // kernel's 63 moves the sweep's answer: the flag reaches the kind.
+    assert_ne!(run(&[]), run(&["--batch", "31"]));
+    // Flags the kind cannot use, or out of range, are errors naming the flag.
+    for (bad, what) in [
+        (vec!["--scale-max", "9"], "--scale-max"),
+        (vec!["--kernel", "6.1", "--scale-max", "3"], "scale-max"),
+        (vec!["--nodes", "3"], "--nodes"),
+    ] {
+        let out = Command::cargo_bin("pcpmodel")
+            .unwrap()
+            .args(["optimal-high", "--workload", "lmbench-af-unix"])
+            .args(&bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(what),
+            "{bad:?}"
+        );
+    }
+}

@@ -118,3 +118,49 @@ pub fn workloads_help() -> String {
         Err(e) => format!("  (the built-in workloads do not load: {e})"),
     }
 }
+
+/// The kernel's PCP knobs as flags, for commands that sweep or predict a workload through its
+/// kind (each kind reads the knobs it lists in `pcpmodel workloads`; one it does not read is an
+/// error).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PcpKnobArgs {
+    /// pcp->batch, pages (default: the kernel's).
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// The free_high trigger threshold, pages of free_count (default: the kernel's rule).
+    #[arg(long)]
+    pub free_high_threshold: Option<u32>,
+    /// Allocation order (default: the workload file's op.order).
+    #[arg(long)]
+    pub order: Option<u8>,
+    /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count).
+    #[arg(long, visible_aliases = ["threads", "procs", "instances"])]
+    pub tasks: Option<u32>,
+    /// NUMA nodes the tasks run on: 1 or all.
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels that have it: 6.7 on).
+    #[arg(long)]
+    pub scale_max: Option<u32>,
+}
+
+impl PcpKnobArgs {
+    /// Sets `k`'s knobs from the flags given, checking their ranges.
+    pub fn apply(&self, k: &mut pcpmodel::workload::Knobs) -> anyhow::Result<()> {
+        if let Some(s) = self.scale_max {
+            pcpmodel::bounds::PCP_BATCH_SCALE_MAX
+                .check_flag("--scale-max", f64::from(s))
+                .map_err(anyhow::Error::msg)?;
+            k.scale_max = Some(u8::try_from(s)?);
+        }
+        if let Some(n) = &self.nodes {
+            pcpmodel::workload::NodeSpan::parse(n, "--nodes")?;
+            k.nodes = Some(n.clone());
+        }
+        k.batch = self.batch.or(k.batch);
+        k.free_high_threshold = self.free_high_threshold.or(k.free_high_threshold);
+        k.order = self.order.or(k.order);
+        k.tasks = self.tasks.or(k.tasks);
+        Ok(())
+    }
+}

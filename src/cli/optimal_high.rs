@@ -9,7 +9,7 @@ use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::workload::{Knobs, Workload};
 use pcpmodel::Machine;
 
-use super::args::{kernel_arg, PlacementArg};
+use super::args::{kernel_arg, PcpKnobArgs, PlacementArg};
 
 /// Arguments of `pcpmodel optimal-high`.
 #[derive(Debug, clap::Args)]
@@ -27,6 +27,7 @@ Examples:
   pcpmodel optimal-high --machine icelake-server
   pcpmodel optimal-high --workload iperf3-tcp --machine epyc-7w83
   pcpmodel optimal-high --machine skylake-desktop --kernel 5.18 --format json
+  pcpmodel optimal-high --workload lmbench-af-unix --tasks 8 --batch 31
   pcpmodel detect --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
 pub struct Args {
     /// Machine: built-in name or TOML file (e.g. from `pcpmodel detect --toml`).
@@ -46,6 +47,9 @@ pub struct Args {
     /// Parameter samples for the 95% interval.
     #[arg(long, default_value_t = 200)]
     pub samples: usize,
+    /// The kernel's knobs other than pcp->high (which is swept).
+    #[command(flatten)]
+    pub knobs: PcpKnobArgs,
 }
 
 /// Arguments of `pcpmodel plot optimal-high`.
@@ -81,11 +85,12 @@ pub fn compute(args: &Args) -> anyhow::Result<(Workload, OptimalHigh)> {
         machine.name,
         args.samples
     ));
-    let knobs = Knobs {
+    let mut knobs = Knobs {
         kernel: Some(kernel),
         placement: args.placement.map(Into::into),
         ..Knobs::default()
     };
+    args.knobs.apply(&mut knobs)?;
     let o = optimal_high(&workload, &machine, &knobs, args.samples);
     pb.finish_and_clear();
     let o = o?;
