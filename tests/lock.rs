@@ -1241,3 +1241,33 @@ fn queue_round_trips_through_json() {
     assert_eq!(sol["method"], "finite_source_exact");
     assert!(sol["classes"][1]["wait_ns_mean"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn wait_distribution_is_the_response_without_the_own_hold() {
+    // The wait law has the solved mean wait and the same probability of contention; its
+    // quantiles sit below the response's (the own hold is added to every response).
+    for q in zoo() {
+        let sol = q.solve().unwrap();
+        for c in 0..q.classes.len() {
+            let w = q.wait_distribution_from(&sol, c).unwrap();
+            let d = q.latency_distribution_from(&sol, c).unwrap();
+            // Same solver tolerance as the response's mean (64 elapsed-time cells), plus the
+            // 1e-9 ns point that stands for "no wait".
+            assert_relative_eq!(
+                w.mean(),
+                sol.classes[c].wait_ns_mean,
+                max_relative = 5e-5,
+                epsilon = 1e-6
+            );
+            assert_relative_eq!(
+                w.p_contended(),
+                d.p_contended(),
+                max_relative = 1e-9,
+                epsilon = 1e-15
+            );
+            for p in [0.5, 0.99] {
+                assert!(w.quantile(p).unwrap() <= d.quantile(p).unwrap() + 1e-6);
+            }
+        }
+    }
+}

@@ -364,6 +364,10 @@ pub struct ZonePrediction {
     pub refill_latency_ns: f64,
     /// Mean drain wait, ns.
     pub free_wait_ns: f64,
+    /// Refill wait's p50 and p99, ns (NaN unless the distribution was asked for).
+    pub refill_wait_q_ns: [f64; 2],
+    /// Drain wait's p50 and p99, ns (NaN unless the distribution was asked for).
+    pub free_wait_q_ns: [f64; 2],
     /// Whether the solver was exact for these inputs.
     pub exact: bool,
     /// Refill latency distribution.

@@ -178,8 +178,14 @@ fn ahead_shape(m: usize, target: f64, alpha: f64) -> (Vec<f64>, bool) {
     (best, ok)
 }
 
-pub(super) fn build_dist(laws: &[Law], class: usize, view: &ArrivalView, wait_mean: f64) -> Dist {
-    let own = laws[class].clone();
+pub(super) fn build_dist(
+    laws: &[Law],
+    class: usize,
+    own: Option<&Law>,
+    view: &ArrivalView,
+    wait_mean: f64,
+) -> Dist {
+    let own = own.unwrap_or(&laws[class]).clone();
     let own_m = own.raw_moments();
     let own_k = cumulants(&own_m);
     let s_own = own_m[1];

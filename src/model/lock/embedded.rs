@@ -218,6 +218,7 @@ pub(super) fn build_dist_embedded(
     mix: &[f64],
     laws: &[Law],
     class: usize,
+    own: Option<&Law>,
 ) -> Option<Dist> {
     let mut pts = Vec::new();
     let all_discrete = laws.iter().all(|l| matches!(l, Law::Discrete(_)));
@@ -229,7 +230,10 @@ pub(super) fn build_dist_embedded(
     if hold.len() > EMBEDDED_ATOMS_MAX || n < 2 {
         return None;
     }
-    let own = laws.get(class)?.clone();
+    let own = match own {
+        Some(l) => l.clone(),
+        None => laws.get(class)?.clone(),
+    };
     let own_atoms = match &own {
         Law::Discrete(a) if all_discrete => Some(a.clone()),
         _ => None,

@@ -7,7 +7,7 @@ use super::dedicated::solve_dedicated_fixed_point;
 use super::dist::{build_dist, Dist};
 use super::embedded::build_dist_embedded;
 use super::exact::{check_n, check_pos, solve_takacs};
-use super::laws::Law;
+use super::laws::{Atoms, Law};
 use super::mva::{solve_mva_chain, solve_mva_dedicated};
 use super::types::{
     ArrivalView, ClassShare, ClassSolution, HoldDist, HolderClass, LockQueue, LockSolution, Method,
@@ -78,6 +78,19 @@ impl LockQueue {
 
     /// As [`LockQueue::latency_distribution`], reusing a solution of this queue.
     pub fn latency_distribution_from(&self, sol: &LockSolution, class: usize) -> Result<Dist> {
+        self.distribution_from(sol, class, false)
+    }
+
+    /// The distribution of class `class`'s wait alone (its response without its own hold:
+    /// zero when it finds the lock free), from a solution of this queue. Its mean is the
+    /// solved mean wait.
+    pub fn wait_distribution_from(&self, sol: &LockSolution, class: usize) -> Result<Dist> {
+        self.distribution_from(sol, class, true)
+    }
+
+    fn distribution_from(&self, sol: &LockSolution, class: usize, wait_only: bool) -> Result<Dist> {
+        // The requester's own hold replaced by a point at (numerically) zero for the wait.
+        let zero = wait_only.then(|| Law::Discrete(Atoms::new(vec![(1e-9, 1.0)])));
         let v = self.validated()?;
         let view = sol.views.get(class).ok_or_else(|| {
             Error::invalid(
@@ -102,13 +115,24 @@ impl LockQueue {
         );
         if chain {
             let z: f64 = v.mix.iter().zip(&v.think).map(|(p, z)| p * z).sum();
-            if let Some(mut d) = build_dist_embedded(v.n, z, &v.mix, &v.laws, class) {
-                d.calibrated =
-                    (d.mean_ns - cs.response_ns_mean).abs() <= 1e-3 * cs.response_ns_mean;
+            if let Some(mut d) = build_dist_embedded(v.n, z, &v.mix, &v.laws, class, zero.as_ref())
+            {
+                let target = if wait_only {
+                    cs.wait_ns_mean
+                } else {
+                    cs.response_ns_mean
+                };
+                d.calibrated = (d.mean_ns - target).abs() <= 1e-3 * cs.response_ns_mean;
                 return Ok(d);
             }
         }
-        Ok(build_dist(&v.laws, class, view, cs.wait_ns_mean))
+        Ok(build_dist(
+            &v.laws,
+            class,
+            zero.as_ref(),
+            view,
+            cs.wait_ns_mean,
+        ))
     }
 
     fn validated(&self) -> Result<Validated> {

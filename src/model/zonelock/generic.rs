@@ -622,6 +622,8 @@ impl ZoneLockModel {
                 refill_wait_ns: 0.0,
                 refill_latency_ns: 0.0,
                 free_wait_ns: 0.0,
+                refill_wait_q_ns: [f64::NAN; 2],
+                free_wait_q_ns: [f64::NAN; 2],
                 exact: true,
                 dist: None,
             };
@@ -630,7 +632,17 @@ impl ZoneLockModel {
                 z.lock_utilisation = sol.utilisation;
                 z.exact = sol.exact;
                 for (i, c) in sol.classes.iter().enumerate() {
+                    let wait_q = if distribution {
+                        let w = q.wait_distribution_from(&sol, i)?;
+                        // The lock found free is a wait of zero (the point the distribution
+                        // puts at 1e-9 ns stands for it).
+                        let z = |x: f64| if x < 1e-6 { 0.0 } else { x };
+                        [z(w.quantile(0.5)?), z(w.quantile(0.99)?)]
+                    } else {
+                        [f64::NAN; 2]
+                    };
                     if q.classes[i].name == "refill" {
+                        z.refill_wait_q_ns = wait_q;
                         z.refill_per_s = c.throughput_per_s;
                         z.refill_hold_ns = c.hold_ns_mean;
                         z.refill_wait_ns = c.wait_ns_mean;
@@ -639,6 +651,7 @@ impl ZoneLockModel {
                             z.dist = Some(q.latency_distribution_from(&sol, i)?);
                         }
                     } else {
+                        z.free_wait_q_ns = wait_q;
                         z.free_per_s = c.throughput_per_s;
                         z.free_hold_ns = c.hold_ns_mean;
                         z.free_wait_ns = c.wait_ns_mean;

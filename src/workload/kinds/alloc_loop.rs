@@ -33,9 +33,8 @@
 //!
 //! # Outputs
 //! Per zone ([`ZoneOutput`]): refill and drain sides (acquisitions/s, pages per acquisition,
-//! wait mean, hold mean/p50/p99, wait per page; the queue gives the wait's mean only, so its p50
-//! and p99 are NaN — the refill latency's quantiles are the outputs `refill_latency_p50_ns` /
-//! `refill_latency_p99_ns`), lock utilisation, the lock's share of the tasks' time, pages/s
+//! wait mean/p50/p99 (quantiles from the queue's wait distribution; NaN with `means_only`),
+//! hold mean/p50/p99, wait per page), lock utilisation, the lock's share of the tasks' time, pages/s
 //! bypassing the PCP lists, free_high drains/s, pages held on PCP lists. `ns_per_op` is the time
 //! of one allocation of one task. The terms per allocation (`work_ns_per_alloc`,
 //! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`, refill and drain
@@ -414,18 +413,18 @@ pub fn zone_outputs(case: &LockCase, pred: &Prediction) -> Vec<ZoneOutput> {
                 } else {
                     d.mean_free_pages()
                 };
-                let wait = if refill {
-                    z.refill_wait_ns
+                let (wait, wait_q) = if refill {
+                    (z.refill_wait_ns, z.refill_wait_q_ns)
                 } else {
-                    z.free_wait_ns
+                    (z.free_wait_ns, z.free_wait_q_ns)
                 };
                 LockSide {
                     acquisitions_per_s: if refill { z.refill_per_s } else { z.free_per_s },
                     pages_per_acquisition: pages,
                     wait: Stat {
                         mean_ns: wait,
-                        p50_ns: f64::NAN,
-                        p99_ns: f64::NAN,
+                        p50_ns: wait_q[0],
+                        p99_ns: wait_q[1],
                     },
                     hold: hold_stat(z, case, refill),
                     wait_ns_per_page: if pages > 0.0 { wait / pages } else { 0.0 },
