@@ -15,8 +15,7 @@
 //!   kernel state, but no workload file describes kbuild, SCTP_STREAM_MANY or lmbench UNIX on
 //!   Huang's unnamed 224- and 128-CPU machines, and the tables' quantities (lock contend %,
 //!   free_high count, zone allocations relative to base) are not outputs of a kind yet.
-//! - `nikhil_dhama_amd_2025_*`: the free_high trigger threshold as a knob of the
-//!   producer-consumer flow is not wired, and the 2 x 192-vCPU AMD machine has no file.
+//! - `nikhil_dhama_amd_2025_*`: in [`super::literature_dhama`] (the free_high trigger).
 //! - `nviennot_*`: machine inputs (core-to-core latency), not predictions.
 
 use crate::data;
@@ -251,7 +250,13 @@ pub fn daniel_jordan() -> Result<TableValidation> {
 
 /// Every literature table with rows.
 pub fn all() -> Result<Vec<TableValidation>> {
-    Ok(vec![halbuer()?, kemi_wang()?, daniel_jordan()?])
+    Ok(vec![
+        halbuer()?,
+        kemi_wang()?,
+        daniel_jordan()?,
+        super::literature_dhama::dhama_sweep()?,
+        super::literature_dhama::dhama_multi()?,
+    ])
 }
 
 /// The summary of ratio rows: (rows, direction right, within 25 % of the measured

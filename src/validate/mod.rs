@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::error::Result;
 
 pub mod literature;
+pub mod literature_dhama;
 pub mod t000;
 pub mod t001;
 pub mod t002;

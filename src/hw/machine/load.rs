@@ -33,6 +33,7 @@ pub const BUILTIN: &[BuiltinMachine] = builtin![
     "memcg-72cpu",
     "kunpeng-920",
     "xeon-gold-6252-2s",
+    "epyc-9965-2s",
 ];
 
 impl Machine {
