@@ -463,6 +463,27 @@ mod tests {
     }
 
     #[test]
+    fn a_free_high_share_mixes_early_drains_into_the_flow() {
+        // Share 0 is the plain flow; a share phi of pages drained early in holds of 64 pages
+        // moves phi of the reuse distance to the bypass one and charges a hold per 64 pages.
+        let mut f = Flow::netperf_004(KernelVersion::new(6, 12), 2079);
+        let plain = dynamics(&f).unwrap();
+        f.free_high_share = 0.25;
+        f.free_high_pages_per_event = 64.0;
+        let d = dynamics(&f).unwrap();
+        let w: f64 = d.reuse.segments.iter().map(|s| s.weight).sum();
+        assert_relative_eq!(w, 1.0, epsilon = 1e-12);
+        assert!(d.reuse.mean_pages() < plain.reuse.mean_pages());
+        assert_relative_eq!(
+            d.drain_holds_per_page,
+            0.75 * plain.drain_holds_per_page + 0.25 / 64.0,
+            epsilon = 1e-12
+        );
+        f.free_high_share = 1.5;
+        assert!(dynamics(&f).is_err());
+    }
+
+    #[test]
     fn bad_flow_is_an_error_not_a_panic() {
         let mut f = Flow::netperf_004(v518(), 100);
         f.batch_pages = 0;

@@ -27,7 +27,7 @@ use crate::workload::{Knobs, Registry};
 use super::{Role, TableValidation, ValidationRow};
 
 /// A compiled-in table's rows as maps from column name to cell.
-fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>>> {
+pub(super) fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>>> {
     let t = data::table(name)?;
     let cols = t.columns()?;
     Ok(t.rows()?
@@ -36,7 +36,11 @@ fn csv_rows(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>
         .collect())
 }
 
-fn num(row: &std::collections::BTreeMap<String, String>, col: &str, file: &str) -> Result<f64> {
+pub(super) fn num(
+    row: &std::collections::BTreeMap<String, String>,
+    col: &str,
+    file: &str,
+) -> Result<f64> {
     row.get(col)
         .and_then(|v| v.trim().parse::<f64>().ok())
         .ok_or_else(|| Error::parse(file, 0, col, "not a number"))

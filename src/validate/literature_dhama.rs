@@ -19,6 +19,7 @@ use crate::kernel::version::KernelVersion;
 use crate::model::freehigh::kernel_threshold;
 use crate::workload::{Knobs, Registry};
 
+use super::literature::{csv_rows, num};
 use super::{Role, TableValidation, ValidationRow};
 
 const SWEEP: &str = "literature/nikhil_dhama_amd_2025_free_high_threshold_iperf3_sweep";
@@ -95,21 +96,6 @@ fn ratio_row(table: &str, case: String, measured: f64, predicted: f64, how: &str
     )
 }
 
-fn rows_of(name: &str) -> Result<Vec<std::collections::BTreeMap<String, String>>> {
-    let t = crate::data::table(name)?;
-    let cols = t.columns()?;
-    Ok(t.rows()?
-        .into_iter()
-        .map(|r| cols.iter().cloned().zip(r).collect())
-        .collect())
-}
-
-fn num(r: &std::collections::BTreeMap<String, String>, col: &str, file: &str) -> Result<f64> {
-    r.get(col)
-        .and_then(|x| x.trim().parse::<f64>().ok())
-        .ok_or_else(|| crate::error::Error::parse(file, 0, col, "not a number"))
-}
-
 const HOW_IPERF: &str = "producer-consumer kind, iperf3-tcp, 64 pairs over both nodes (assumed), free_high trigger with runs of 16 pages (assumed, one 64 KiB GRO ACK); nothing fitted to this table";
 
 /// The iperf3 sweep: score and free_high events vs the threshold (`free_count >= k batch`).
@@ -125,7 +111,7 @@ pub fn dhama_sweep() -> Result<TableValidation> {
         },
         false,
     )?;
-    let table = rows_of(SWEEP)?;
+    let table = csv_rows(SWEEP)?;
     let mut measured: Vec<(Option<u32>, f64, f64)> = Vec::new();
     for r in &table {
         let setting = r.get("kernel_or_setting").cloned().unwrap_or_default();
@@ -259,7 +245,7 @@ pub fn dhama_multi() -> Result<TableValidation> {
     };
     let t = "literature-dhama-multi";
     let mut rows = Vec::new();
-    let table = rows_of(MULTI)?;
+    let table = csv_rows(MULTI)?;
     for (bench, workload, pure, lower_better) in [
         ("iperf3", "iperf3-tcp", false, false),
         ("lmbench3 AF_UNIX", "lmbench-af-unix", true, false),
