@@ -5,12 +5,15 @@ use pcpmodel::validate::literature as lit;
 fn main() -> pcpmodel::Result<()> {
     type Table = fn() -> pcpmodel::Result<pcpmodel::validate::TableValidation>;
     use pcpmodel::validate::literature_huang as huang;
+    use pcpmodel::validate::literature_dhama as dhama;
     let tables: [(&str, Table); 5] = [
         ("halbuer", lit::halbuer),
         ("kemi wang", lit::kemi_wang),
         ("daniel jordan", lit::daniel_jordan),
         ("huang cover", huang::huang_cover),
         ("huang prose", huang::huang_prose),
+        ("dhama sweep", dhama::dhama_sweep),
+        ("dhama multi", dhama::dhama_multi),
     ];
     for (name, f) in tables {
         let t0 = std::time::Instant::now();

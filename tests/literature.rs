@@ -3,6 +3,7 @@
 //! and the direction of every measured change between settings is predicted.
 
 use pcpmodel::validate::literature;
+use pcpmodel::validate::literature_dhama;
 use pcpmodel::validate::Role;
 
 #[test]
@@ -10,8 +11,8 @@ fn literature_rows_are_blind_and_get_the_direction_right() {
     let tables = literature::all().expect("literature tables");
     assert_eq!(
         tables.len(),
-        5,
-        "Halbuer, Kemi Wang, Daniel Jordan, Huang (cover tables, prose)"
+        7,
+        "Halbuer, Kemi Wang, Daniel Jordan, Huang (cover tables, prose), Dhama (sweep, multi-benchmark)"
     );
     let (mut n, mut dir) = (0, 0);
     for t in &tables {
@@ -98,4 +99,34 @@ fn huang_series_mechanisms() {
     let r = p.free_high_per_unit / b.free_high_per_unit;
     assert!((r - 0.125).abs() < 0.125 * 0.03, "{r}");
     assert!(p.contention < b.contention);
+}
+
+#[test]
+fn dhama_free_high_events_fall_as_the_threshold_rises() {
+    // A run of frees must reach the threshold before free_high fires: the predicted events
+    // can only fall as free_count's threshold rises (measured 170, 150, 101, 53, 36, 3). The
+    // size of the fall is not pinned: the model's exponential runs fall far faster than
+    // measured (see the table's notes), which the literature summary reports.
+    let t = literature_dhama::dhama_sweep().expect("dhama sweep");
+    let mut ev: Vec<(u32, f64)> = t
+        .rows
+        .iter()
+        .filter(|r| r.case.starts_with("free_high events, batch*"))
+        .filter_map(|r| {
+            let k = r.case.split(['*', ' ']).nth(3)?.parse::<u32>().ok()?;
+            Some((k, r.predicted))
+        })
+        .collect();
+    ev.sort_by_key(|e| e.0);
+    assert_eq!(ev.len(), 5, "{ev:?}");
+    assert!(ev[0].1 < 1.0, "{ev:?}");
+    for w in ev.windows(2) {
+        assert!(w[1].1 <= w[0].1, "{w:?}");
+    }
+    // Rows whose measured score did not move (100 vs 100) have no direction to get right.
+    assert!(t
+        .rows
+        .iter()
+        .filter(|r| r.measured == 1.0)
+        .all(|r| r.quantity == "ratio_no_change"));
 }

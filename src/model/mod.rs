@@ -3,6 +3,8 @@
 //!
 //! - [`cache`]: where a reused line is found (private cache, LLC, DRAM) and what it costs.
 //! - [`pcp`]: the PCP lists' drain/refill discipline and the reuse distance it gives a page.
+//! - [`freehigh`]: the free_high trigger by kernel version (free_factor, free_count >= batch,
+//!   batch + high_min / 2): how often runs of high-order frees drain the list early, and how much.
 //! - [`netperf`]: thread 004's producer/consumer throughput as a function of pcp->high.
 //! - [`zonelock`]: thread 000's mmap/fill/munmap loop on zone->lock: pages per hold, hold times,
 //!   rmqueue_bulk() latency histogram; `zonelock::generic` for any allocation loop (kind
@@ -25,6 +27,7 @@
 
 pub mod autotune;
 pub mod cache;
+pub mod freehigh;
 pub mod highorder;
 pub mod hold;
 pub mod lines;

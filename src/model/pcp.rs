@@ -104,6 +104,12 @@ pub struct Flow {
     /// Whether `free_high` fires (5.18+: the consumer frees high-order pages without allocating),
     /// which drains the whole list on every free: the PCP is bypassed whatever `high` is.
     pub free_high: bool,
+    /// Share of the consumer's freed pages that leave its list through `free_high` drains
+    /// before the list reaches `high` ([`crate::model::freehigh`]); 0 = none. Ignored when
+    /// `free_high` is set (all of them).
+    pub free_high_share: f64,
+    /// Pages per such drain (with `free_high_share` > 0).
+    pub free_high_pages_per_event: f64,
     /// Producer and consumer are the same CPU.
     pub same_cpu: bool,
 }
@@ -131,6 +137,8 @@ impl Flow {
                 CONSUMER_ALLOCS_PER_FREE_004,
             ),
             free_high: false,
+            free_high_share: 0.0,
+            free_high_pages_per_event: 0.0,
             same_cpu: false,
         }
     }
@@ -148,6 +156,17 @@ impl Flow {
         }
         if !(self.consumer_allocs_per_free.is_finite() && self.consumer_allocs_per_free >= 0.0) {
             return bad("consumer_allocs_per_free", "must be a finite number >= 0");
+        }
+        if !(0.0..=1.0).contains(&self.free_high_share) {
+            return bad("free_high_share", "must be within 0..=1");
+        }
+        if self.free_high_share > 0.0
+            && !(self.free_high_pages_per_event.is_finite() && self.free_high_pages_per_event > 0.0)
+        {
+            return bad(
+                "free_high_pages_per_event",
+                "must be > 0 when free_high_share > 0",
+            );
         }
         Ok(())
     }
@@ -272,14 +291,63 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
             bypass,
         )
     };
-    Ok(Dynamics {
+    let d = Dynamics {
         drain_pages,
         refill_pages,
         drain_holds_per_page: holds_per_drain / drain_pages,
         refill_holds_per_page: 1.0 / refill_pages,
         reuse,
         regime,
-    })
+    };
+    let phi = flow.free_high_share;
+    if bypass || phi <= 0.0 {
+        return Ok(d);
+    }
+    Ok(with_free_high_share(d, phi, flow, u, b))
+}
+
+/// Mixes the free_high drains of a share `phi` of the pages into the flow's dynamics: those
+/// pages go to the buddy allocator at once (the bypass reuse distance), in holds of
+/// `free_high_pages_per_event` pages (one hold each, or chunks of `batch` from 6.19); on the
+/// same CPU they must also be refilled from the zone (a refill per `refill_pages`).
+fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> Dynamics {
+    let g = flow.free_high_pages_per_event.max(u);
+    let holds_per_event = if flow.kernel.era() == Era::BatchedFree {
+        (g / b).ceil().max(1.0)
+    } else {
+        1.0
+    };
+    let fh = reuse_distance(0.0, u, d.refill_pages, true);
+    let mut segments: Vec<Segment> = d
+        .reuse
+        .segments
+        .iter()
+        .map(|s| Segment {
+            weight: s.weight * (1.0 - phi),
+            ..*s
+        })
+        .collect();
+    segments.extend(fh.segments.iter().map(|s| Segment {
+        weight: s.weight * phi,
+        ..*s
+    }));
+    let same_refill = if flow.same_cpu {
+        phi / d.refill_pages
+    } else {
+        0.0
+    };
+    Dynamics {
+        drain_holds_per_page: (1.0 - phi) * d.drain_holds_per_page + phi * holds_per_event / g,
+        refill_holds_per_page: d.refill_holds_per_page + same_refill,
+        reuse: ReuseDist { segments },
+        regime: format!(
+            "{}; free_high drains {:.3} of the pages early ({} pages per drain)",
+            d.regime,
+            phi,
+            crate::output::report::sig(g, 3)
+        ),
+        ..d
+    }
 }
 
 /// The reuse distance of a page for a consumer list of `high` pages draining `drain` pages and a
@@ -392,6 +460,27 @@ mod tests {
         f.kernel = KernelVersion::new(5, 17);
         f.consumer_allocs_per_free = 0.0;
         assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 358.0);
+    }
+
+    #[test]
+    fn a_free_high_share_mixes_early_drains_into_the_flow() {
+        // Share 0 is the plain flow; a share phi of pages drained early in holds of 64 pages
+        // moves phi of the reuse distance to the bypass one and charges a hold per 64 pages.
+        let mut f = Flow::netperf_004(KernelVersion::new(6, 12), 2079);
+        let plain = dynamics(&f).unwrap();
+        f.free_high_share = 0.25;
+        f.free_high_pages_per_event = 64.0;
+        let d = dynamics(&f).unwrap();
+        let w: f64 = d.reuse.segments.iter().map(|s| s.weight).sum();
+        assert_relative_eq!(w, 1.0, epsilon = 1e-12);
+        assert!(d.reuse.mean_pages() < plain.reuse.mean_pages());
+        assert_relative_eq!(
+            d.drain_holds_per_page,
+            0.75 * plain.drain_holds_per_page + 0.25 / 64.0,
+            epsilon = 1e-12
+        );
+        f.free_high_share = 1.5;
+        assert!(dynamics(&f).is_err());
     }
 
     #[test]

@@ -9,11 +9,10 @@
 //! (the measure: direction of change and size of change) and, where the table is
 //! absolute and the model's absolute scale is meaningful, the absolute value too.
 //!
-//! Huang Ying's auto-tuning series has its own file, [`super::literature_huang`].
+//! Huang Ying's auto-tuning series has its own file, [`super::literature_huang`]; Nikhil
+//! Dhama's free_high trigger tables too, [`super::literature_dhama`].
 //!
-//! Tables without rows yet, and why:
-//! - `nikhil_dhama_amd_2025_*`: the free_high trigger threshold as a knob of the
-//!   producer-consumer flow is not wired, and the 2 x 192-vCPU AMD machine has no file.
+//! Tables without rows, and why:
 //! - `nviennot_*`: machine inputs (core-to-core latency), not predictions.
 
 use crate::data;
@@ -259,6 +258,8 @@ pub fn all() -> Result<Vec<TableValidation>> {
         daniel_jordan()?,
         super::literature_huang::huang_cover()?,
         super::literature_huang::huang_prose()?,
+        super::literature_dhama::dhama_sweep()?,
+        super::literature_dhama::dhama_multi()?,
     ])
 }
 

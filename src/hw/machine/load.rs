@@ -34,6 +34,7 @@ pub const BUILTIN: &[BuiltinMachine] = builtin![
     "kunpeng-920",
     "xeon-gold-6252-2s",
     "sapphire-rapids-2s-224",
+    "epyc-9965-2s",
 ];
 
 impl Machine {

@@ -10,7 +10,8 @@
 //! `op.order` (`--order`), `op.placement` (`--placement`), `tasks.count` pairs (`--tasks`),
 //! `tasks.nodes` (`--nodes`), `params.consumer_allocs_per_free`; kernel knobs `--kernel`,
 //! `--high` (the receiver's pcp->high, default the kernel's), `--batch`, `--scale-max`,
-//! `--free-high`.
+//! `--free-high`, `--free-high-threshold` with `params.free_run_pages` (the free_high trigger,
+//! [`crate::model::freehigh`]: runs of frees without an allocation on the consumer CPU).
 //!
 //! # Fixed work
 //! A file's `op.work` with `basis = "fitted"` takes the work per page from thread 004's
@@ -56,6 +57,8 @@ const KNOBS: &[&str] = &[
     "high",
     "placement",
     "free-high",
+    "free-high-threshold",
+    "free-run-pages",
     "order",
     "tasks",
     "nodes",
@@ -74,6 +77,11 @@ struct Setup {
     batch: Option<u32>,
     scale_max: Option<u8>,
     free_high: bool,
+    /// The free_high trigger: the file's mean run of frees without an allocation on the
+    /// consumer CPU (`params.free_run_pages`), the knob's threshold and the high it applies to.
+    free_run_pages: Option<f64>,
+    free_high_threshold: Option<u32>,
+    high: Option<u32>,
     sharers: u32,
 }
 
@@ -89,6 +97,15 @@ impl Setup {
             model.flow.scale_max = u32::from(s);
         }
         model.flow.free_high = self.free_high;
+        if let (Some(m), false) = (self.free_run_pages, self.free_high) {
+            let t = free_high_trigger(machine, self, &model, m)?;
+            model.flow.free_high_share = t.share;
+            model.flow.free_high_pages_per_event = t.pages_per_event;
+        } else if self.free_high_threshold.is_some() {
+            return Err(Error::Unsupported(
+                "--free-high-threshold: the workload gives no params.free_run_pages (runs of frees without an allocation on the consumer CPU), so the trigger cannot be followed; --free-high models it as always on".into(),
+            ));
+        }
         if self.sharers > 1 {
             let llc_pages = machine.llc().map_or(0.0, |l| {
                 l.size_kib.value as f64 * 1024.0 / PAGE_BYTES as f64
@@ -98,6 +115,37 @@ impl Setup {
         }
         Ok(model)
     }
+}
+
+/// The free_high trigger of the consumer CPU ([`crate::model::freehigh`]) for runs of
+/// `run_pages` mean: the kernel's rule (or the knob's threshold), the list's high (the knob's or
+/// the kernel's steady one), and PCPF_FREE_HIGH_BATCH from the machine's per-CPU LLC slice.
+fn free_high_trigger(
+    machine: &Machine,
+    s: &Setup,
+    model: &NetperfModel,
+    run_pages: f64,
+) -> Result<crate::model::freehigh::Trigger> {
+    let default = default_pcp(machine, s.kernel)?;
+    let f = &model.flow;
+    let slice = machine.llc().map_or(0, |l| {
+        let cpus = (machine.cpus() / machine.llc_domains().max(1)).max(1);
+        l.size_bytes() / u64::from(cpus)
+    });
+    crate::model::freehigh::trigger(&crate::model::freehigh::TriggerInput {
+        kernel: s.kernel,
+        order: f.order,
+        batch_pages: f.batch_pages,
+        high_pages: s
+            .high
+            .unwrap_or_else(|| default.effective_high(f.scale_max)),
+        high_min_pages: default.high_min_pages.unwrap_or(0),
+        scale_max: f.scale_max,
+        free_high_batch: s.kernel.era().auto_tunes_high()
+            && crate::kernel::ops::pcpf_free_high_batch(slice, f.batch_pages),
+        threshold_pages: s.free_high_threshold,
+        run_mean_pages: run_pages,
+    })
 }
 
 /// The pairs' model on a machine (what `predict` evaluates and `optimal-high` sweeps).
@@ -137,6 +185,17 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         batch: k.batch,
         scale_max: k.scale_max,
         free_high: k.free_high.unwrap_or(false),
+        free_run_pages: match k.extra("free_run_pages").or(w.param("free_run_pages").ok()) {
+            Some(_) => Some(super::param(
+                w,
+                k,
+                "free_run_pages",
+                crate::bounds::Range::real("pages", 1e-3, 1e9, "", "a run length"),
+            )?),
+            None => None,
+        },
+        free_high_threshold: k.free_high_threshold,
+        high: k.high,
         sharers: llc_sharers(machine, running, nodes),
     };
     let model = setup.model(machine)?;
@@ -401,6 +460,17 @@ impl Kind for ProducerConsumer {
             ("lock_ns".to_string(), e.lock_ns),
             ("reuse_distance_pages".to_string(), d.reuse.mean_pages()),
         ];
+        let f = &model.flow;
+        if f.free_high_share > 0.0 {
+            // Drains per page freed = pages drained early per page / pages per drain.
+            let per_page = f.free_high_share / f.free_high_pages_per_event;
+            outputs.push(("free_high_share".to_string(), f.free_high_share));
+            outputs.push(("free_high_events_per_page".to_string(), per_page));
+            outputs.push((
+                "free_high_events_per_s".to_string(),
+                per_page * e.throughput_ops_per_s * f64::from(running),
+            ));
+        }
         if let Some(s) = score {
             outputs.insert(0, ("score".to_string(), s));
         }
@@ -433,6 +503,9 @@ impl Kind for ProducerConsumer {
             batch: None,
             scale_max: None,
             free_high: false,
+            free_run_pages: None,
+            free_high_threshold: None,
+            high: None,
             sharers: 1,
         };
         Ok(Some(Box::new(setup.model(m)?)))
