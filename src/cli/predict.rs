@@ -73,6 +73,13 @@ pub struct Args {
     /// cgroup hierarchy depth (memcg-charge workloads).
     #[arg(long)]
     pub cgroup_depth: Option<u32>,
+    /// Memory cgroups sharing each charging CPU's charge stock (memcg-charge workloads).
+    #[arg(long)]
+    pub memcgs: Option<u32>,
+    /// Probability that after a stock call a CPU turns to a memcg drawn afresh, 0..=1
+    /// (memcg-charge workloads with --memcgs; 1: per-call random interleaving).
+    #[arg(long)]
+    pub memcg_redraw: Option<f64>,
     /// vm.numa_stat, 0 or 1 (numa-stat workloads).
     #[arg(long)]
     pub numa_stat: Option<u32>,
@@ -119,10 +126,14 @@ impl Args {
             ("cgroup_depth", self.cgroup_depth),
             ("numa_stat", self.numa_stat),
             ("high_order_pcp", self.high_order_pcp.map(u32::from)),
+            ("memcgs", self.memcgs),
         ] {
             if let Some(v) = v {
                 k = k.with_extra(name, f64::from(v));
             }
+        }
+        if let Some(v) = self.memcg_redraw {
+            k = k.with_extra("memcg_redraw", v);
         }
         Ok(k)
     }
