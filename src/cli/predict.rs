@@ -17,14 +17,15 @@ use super::args::{kernel_arg, PlacementArg};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Workloads are built-in names (models/workloads/*.toml: netperf-udp, netperf-udp-stream,
-netperf-tcp-stream, iperf3-tcp, lmbench-af-unix, memcg-netperf, page-bench, page-fault1-64k,
-mmap-fill) or a path to a workload TOML file of the same schema. Every number of a workload file
+netperf-tcp-stream, iperf3-tcp, lmbench-af-unix, memcg-netperf, memcg-netperf-cgroups,
+page-bench, page-fault1-64k, mmap-fill) or a path to a workload TOML file of the same schema. Every number of a workload file
 carries its source; the flags below override the file's values.
 
 Examples:
   pcpmodel predict --workload netperf-udp --high 100
   pcpmodel predict --workload lmbench-af-unix --machine epyc-7w83 --placement cross-llc
   pcpmodel predict --workload memcg-netperf --charge-batch 32
+  pcpmodel predict --workload memcg-netperf-cgroups --kernel 6.16 --memcgs 6
   pcpmodel predict --workload page-bench --threads 88 --numa-stat 0
   pcpmodel predict --workload page-fault1 --high-order-pcp false
   pcpmodel predict --workload my-workload.toml --order 2")]
