@@ -29,6 +29,8 @@
 //! | MEMCG_CHARGE_BATCH | 1..=65536 pages | 64 in the kernel; 65536 leaves 256 MiB charged per CPU |
 //! | cgroup depth | 0..=64 | real hierarchies are below 10 levels deep |
 //! | processes, threads | 1..=8192 | one per CPU, at most CONFIG_NR_CPUS |
+//! | memcgs | 1..=8192 | at least one task each |
+//! | probabilities | 0..=1 | |
 //! | fit starts | 1..=256 | each start is a full Levenberg-Marquardt run |
 //! | interval samples | 1..=10000 | the 2.5/97.5 percentiles settle long before |
 //! | vm.min_free_kbytes | 0..=2^31-1 kB | an `int` sysctl; also below the machine's memory |
@@ -299,6 +301,16 @@ pub const CGROUP_DEPTH: Range = Range::int(
     "levels",
     "real hierarchies are less than 10 levels deep",
 );
+/// Memory cgroups sharing the CPUs of a workload.
+pub const MEMCGS: Range = Range::int(
+    "the number of memcgs",
+    1.0,
+    8192.0,
+    "",
+    "each memcg holds at least one task, and there are at most CONFIG_NR_CPUS tasks here",
+);
+/// A probability.
+pub const PROBABILITY: Range = Range::real("a probability", 0.0, 1.0, "", "it is a probability");
 /// Processes or threads of a benchmark (one per CPU).
 pub const TASKS: Range = Range::int(
     "the number of tasks",

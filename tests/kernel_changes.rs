@@ -287,6 +287,13 @@ fn shows_effect(key: &str, k: KernelVersion) -> bool {
                 assert_eq!(s.free(1).unwrap().free_high, fires, "{ver}");
             }
         }
+        "memcg-multi-stock" => {
+            use pcpmodel::model::memcg::{StockCode, NR_MEMCG_STOCK};
+            // One cached memcg per CPU stock before, NR_MEMCG_STOCK (7) from the change on.
+            assert_eq!(StockCode::for_kernel(before), StockCode::Single);
+            assert_eq!(StockCode::for_kernel(before).slots(), 1);
+            assert_eq!(StockCode::for_kernel(k).slots(), NR_MEMCG_STOCK);
+        }
         "batched-free" => {
             let drain = |ver| {
                 let mut s = pcp(ver);

@@ -17,14 +17,15 @@ use super::args::{kernel_arg, PlacementArg};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Workloads are built-in names (models/workloads/*.toml: netperf-udp, netperf-udp-stream,
-netperf-tcp-stream, iperf3-tcp, lmbench-af-unix, memcg-netperf, page-bench, page-fault1-64k,
-mmap-fill) or a path to a workload TOML file of the same schema. Every number of a workload file
+netperf-tcp-stream, iperf3-tcp, lmbench-af-unix, memcg-netperf, memcg-netperf-cgroups,
+page-bench, page-fault1-64k, mmap-fill) or a path to a workload TOML file of the same schema. Every number of a workload file
 carries its source; the flags below override the file's values.
 
 Examples:
   pcpmodel predict --workload netperf-udp --high 100
   pcpmodel predict --workload lmbench-af-unix --machine epyc-7w83 --placement cross-llc
   pcpmodel predict --workload memcg-netperf --charge-batch 32
+  pcpmodel predict --workload memcg-netperf-cgroups --kernel 6.16 --memcgs 6
   pcpmodel predict --workload page-bench --threads 88 --numa-stat 0
   pcpmodel predict --workload page-fault1 --high-order-pcp false
   pcpmodel predict --workload my-workload.toml --order 2")]
@@ -73,6 +74,13 @@ pub struct Args {
     /// cgroup hierarchy depth (memcg-charge workloads).
     #[arg(long)]
     pub cgroup_depth: Option<u32>,
+    /// Memory cgroups sharing each charging CPU's charge stock (memcg-charge workloads).
+    #[arg(long)]
+    pub memcgs: Option<u32>,
+    /// Probability that after a stock call a CPU turns to a memcg drawn afresh, 0..=1
+    /// (memcg-charge workloads with --memcgs; 1: per-call random interleaving).
+    #[arg(long)]
+    pub memcg_redraw: Option<f64>,
     /// vm.numa_stat, 0 or 1 (numa-stat workloads).
     #[arg(long)]
     pub numa_stat: Option<u32>,
@@ -119,10 +127,14 @@ impl Args {
             ("cgroup_depth", self.cgroup_depth),
             ("numa_stat", self.numa_stat),
             ("high_order_pcp", self.high_order_pcp.map(u32::from)),
+            ("memcgs", self.memcgs),
         ] {
             if let Some(v) = v {
                 k = k.with_extra(name, f64::from(v));
             }
+        }
+        if let Some(v) = self.memcg_redraw {
+            k = k.with_extra("memcg_redraw", v);
         }
         Ok(k)
     }

@@ -655,6 +655,25 @@ pub const CHANGES: &[Change] = &[
         feature: None,
     },
     Change {
+        key: "memcg-multi-stock",
+        commit: Some("f735eebe55f8"),
+        id_source: "Fixes: tags of Ran Xiaokai's kselftest fix (Apr 2026) and Shakeel Butt's \
+                    round-robin victim fix (May 2026)",
+        subject: "memcg: multi-memcg percpu charge cache",
+        version: v(6, 16),
+        version_verified: false,
+        version_note: "posted 16 Apr 2025 with fixes to 30 Apr 2025 in the mm tree: the 6.16 \
+                       merge window; Harry Yoo (May 2026) says it affects 6.18",
+        area: Area::Memcg,
+        effect: "the per-CPU charge stock caches up to 7 memcgs (NR_MEMCG_STOCK) instead of \
+                 one: a charge for another memcg evicts a random slot only when all 7 are taken",
+        implemented_in: &["memcg-netperf"],
+        affects: &["memcg-netperf"],
+        model_note: "model::memcg::shared (StockCode from the kernel); matters only with \
+                     --memcgs > 1",
+        feature: None,
+    },
+    Change {
         key: "batched-free",
         commit: None,
         id_source: "not verified: only mm-tree ids seen (Joshua Hahn, \"[PATCH v5 3/3] \

@@ -148,6 +148,24 @@ pub fn shared_mva(
     roles: &[Vec<Episode>],
     n_lines: usize,
 ) -> SharedSolution {
+    shared_mva_split(n_cpus, a, think_ns, x_ns, roles, &vec![1.0; n_lines])
+}
+
+/// [`shared_mva`] where line `l` stands for `1 / share[l]` lines of the same kind, each with
+/// `share[l]` of its traffic (e.g. the leaf counters of `M` sibling memcgs that every CPU
+/// charges alike: `share = 1/M`). By symmetry every copy has the same queue, so an arrival at
+/// the line finds `share[l]` of the queued CPUs and transfers there
+/// (`Q_l`, `G_l` scaled by `share[l]`); the episodes' visits name the line once per transfer as
+/// before. With every share 1 it is [`shared_mva`] exactly.
+pub fn shared_mva_split(
+    n_cpus: u32,
+    a: f64,
+    think_ns: f64,
+    x_ns: f64,
+    roles: &[Vec<Episode>],
+    share: &[f64],
+) -> SharedSolution {
+    let n_lines = share.len();
     let k = roles.len().max(1) as f64;
     let mut q = vec![0.0; n_lines];
     let mut g = vec![0.0; n_lines];
@@ -192,8 +210,8 @@ pub fn shared_mva(
         x_prev = x;
         x = f64::from(n) / (think_ns + resp.iter().sum::<f64>());
         for l in 0..n_lines {
-            q[l] = x * resp[l];
-            g[l] = x * units[l];
+            q[l] = share[l] * (x * resp[l]);
+            g[l] = share[l] * (x * units[l]);
         }
     }
     SharedSolution {

@@ -57,6 +57,8 @@ fn extra_knob_range(name: &str) -> Range {
     match name {
         "memcg_charge_batch" => bounds::MEMCG_CHARGE_BATCH,
         "cgroup_depth" => bounds::CGROUP_DEPTH,
+        "memcgs" => bounds::MEMCGS,
+        "memcg_redraw" => bounds::PROBABILITY,
         "numa_stat" | "high_order_pcp" => bounds::SWITCH,
         _ => Range::real(
             "a knob",

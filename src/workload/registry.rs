@@ -39,6 +39,7 @@ builtin_workloads!(
     "netperf-udp",
     "mmap-fill",
     "memcg-netperf",
+    "memcg-netperf-cgroups",
     "page-bench",
     "page-fault1-64k",
     "bulk-alloc-order0",

@@ -177,6 +177,10 @@ pub struct TasksSpec {
     pub nodes: Sourced<String>,
     /// Processes, threads or kernel threads.
     pub mode: Sourced<TaskMode>,
+    /// Memory cgroups the tasks are spread over, evenly (absent: one). Kinds that model the
+    /// per-CPU memcg charge stock read it (`--memcgs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memcgs: Option<Sourced<u32>>,
 }
 
 /// A workload file.
@@ -310,6 +314,15 @@ impl WorkloadSpec {
                 "tasks.count",
                 format!("{t}: must be 1..={}", crate::bounds::TASKS.hi),
             ));
+        }
+        if let Some(m) = &self.tasks.memcgs {
+            if m.value == 0 || m.value > t {
+                return Err(inv(
+                    "tasks.memcgs",
+                    format!("{}: must be 1..=tasks.count ({t})", m.value),
+                ));
+            }
+            check_source("tasks.memcgs", &m.source).map_err(|e| inv("tasks.memcgs", e))?;
         }
         if self.op.work.ns.is_some() && self.op.work.cycles.is_some() {
             return Err(inv("op.work", "give ns or cycles, not both".into()));

@@ -54,6 +54,10 @@ pub struct CounterLine {
     pub uncharge_transfers: f64,
     /// Transfers per `stats_flush_threshold` flush.
     pub flush_transfers: f64,
+    /// Cgroup level of the counter (0 the root; `None` for `stats_flush_threshold`): the leaf
+    /// level (the depth) is the charged memcg's own, one copy per memcg when several sibling
+    /// memcgs charge ([`super::MemcgModel::with_memcgs`]).
+    pub level: Option<u32>,
 }
 
 /// Offset of `memory` (its `usage`) inside `struct mem_cgroup` in 6.0-rc1, bytes, derived from
@@ -240,6 +244,7 @@ fn walk_structure(depth: u32, code: CounterCode) -> (Vec<CounterLine>, WalkVisit
                 charge_transfers: 0.0,
                 uncharge_transfers: 0.0,
                 flush_transfers: 0.0,
+                level: Some(level),
             });
         }
         hot_by_level.push((level, idx));
@@ -251,6 +256,7 @@ fn walk_structure(depth: u32, code: CounterCode) -> (Vec<CounterLine>, WalkVisit
         charge_transfers: 0.0,
         uncharge_transfers: 0.0,
         flush_transfers: 1.0,
+        level: None,
     });
     let mut v = WalkVisits {
         charge: Vec::new(),

@@ -98,6 +98,7 @@
 mod counters;
 mod fit;
 mod model;
+mod shared;
 mod stock;
 
 pub use counters::{
@@ -105,6 +106,9 @@ pub use counters::{
 };
 pub use fit::{DEFAULT_FIXED, PARAM_NAMES};
 pub use model::{LineEstimate, MemcgEstimate, MemcgModel};
+pub use shared::{
+    simulate_shared_stock, Interleave, SharedCounts, StockCode, SwitchTerms, NR_MEMCG_STOCK,
+};
 pub use stock::{simulate_stock, CpuOps, SendfileFlow, StockCounts, StockOp};
 
 /// Label for errors about inputs built in code.

@@ -4,12 +4,15 @@
 use crate::error::{Error, Result};
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
-use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
+use crate::model::lines::{
+    active_threads_per_core, mean_core_transfer_ns, shared_mva_split, Episode,
+};
 use serde::Serialize;
 
 use super::counters::{counter_lines, walk_visits, CounterCode, CounterLine, WalkVisits};
 use super::fit::check_params;
-use super::stock::{simulate_stock, SendfileFlow, StockCounts};
+use super::shared::{simulate_shared_stock, Interleave, SharedCounts, StockCode, SwitchTerms};
+use super::stock::{simulate_stock, CpuOps, SendfileFlow, StockCounts};
 use super::{FLOW_CYCLE_SKBS, INPUT, PAGE_BYTES};
 
 /// Cycles run before counting in [`MemcgModel::estimate`] (the stock reaches steady state).
@@ -42,6 +45,11 @@ pub struct MemcgModel {
     pub visits: WalkVisits,
     /// The socket flow; its `ack_uncharge_on_sender` is replaced by the parameter of that name.
     pub flow: SendfileFlow,
+    /// The memcgs sharing each charging CPU and how their calls interleave (one memcg: the
+    /// stock never switches, thread 001).
+    pub interleave: Interleave,
+    /// The per-CPU stock code (one cached memcg ≤ 6.15, seven from 6.16).
+    pub stock_code: StockCode,
 }
 
 /// One shared line's queue at one batch.
@@ -150,7 +158,47 @@ impl MemcgModel {
             lines: counter_lines(cgroup_depth, CounterCode::Rc1),
             visits: walk_visits(cgroup_depth, CounterCode::Rc1),
             flow: SendfileFlow::thread_001(),
+            interleave: Interleave {
+                memcgs: 1,
+                redraw: 0.0,
+            },
+            stock_code: StockCode::Single,
         })
+    }
+
+    /// The same model with `interleave.memcgs` sibling memcgs (leaves under one parent at the
+    /// model's depth) sharing every charging CPU, their calls interleaved as `interleave` says,
+    /// on the stock of `code` ([`super::shared`]). Errors: 0 memcgs, `redraw` outside 0..=1.
+    pub fn with_memcgs(mut self, interleave: Interleave, code: StockCode) -> Result<MemcgModel> {
+        if interleave.memcgs == 0 {
+            return Err(Error::invalid(INPUT, "memcgs", "must be ≥ 1"));
+        }
+        if !(0.0..=1.0).contains(&interleave.redraw) {
+            return Err(Error::invalid(
+                INPUT,
+                "memcg interleave",
+                format!("must be in 0..=1, got {}", interleave.redraw),
+            ));
+        }
+        self.interleave = interleave;
+        self.stock_code = code;
+        Ok(self)
+    }
+
+    /// Per line, the share of its traffic one copy carries: `1/M` for the leaf level's lines
+    /// (each memcg has its own) when `M` memcgs charge, else 1.
+    fn line_shares(&self) -> Vec<f64> {
+        let m = f64::from(self.interleave.memcgs.max(1));
+        self.lines
+            .iter()
+            .map(|l| {
+                if self.interleave.memcgs > 1 && l.level == Some(self.cgroup_depth) {
+                    1.0 / m
+                } else {
+                    1.0
+                }
+            })
+            .collect()
     }
 
     /// The same model with another page_counter code.
@@ -174,11 +222,10 @@ impl MemcgModel {
         Ok(1e9 / t0 * PAGE_BYTES as f64 * 8.0 / 1e6)
     }
 
-    /// Steady-state stock counts of the sender and receiver CPU at `batch_pages`, with
-    /// `ack_uncharge_on_sender` = `f`, and the payload pages they cover. The window is at least
-    /// `COUNT_CYCLES` (4) flow cycles and at least 8 batches of pages, after a warm-up of at least
-    /// 2 batches.
-    pub fn stock_counts(&self, batch_pages: u32, f: f64) -> Result<([StockCounts; 2], f64)> {
+    /// The calls of the flow at `ack_uncharge_on_sender` = `f` and the window at `batch_pages`:
+    /// (calls, warm-up cycles, counted cycles). The window is at least `COUNT_CYCLES` (4) flow
+    /// cycles and at least 8 batches of pages, after a warm-up of at least 2 batches.
+    fn window(&self, batch_pages: u32, f: f64) -> Result<(CpuOps, u32, u32)> {
         let flow = SendfileFlow {
             ack_uncharge_on_sender: f,
             ..self.flow
@@ -188,6 +235,20 @@ impl MemcgModel {
         let per_cycle = ops.payload_pages.max(1.0);
         let warm = WARMUP_CYCLES.max((2.0 * b / per_cycle).ceil() as u32);
         let count = COUNT_CYCLES.max((8.0 * b / per_cycle).ceil() as u32);
+        Ok((ops, warm, count))
+    }
+
+    /// Steady-state stock counts of the sender and receiver CPU at `batch_pages`, with
+    /// `ack_uncharge_on_sender` = `f`, and the payload pages they cover ([`MemcgModel::window`];
+    /// with several memcgs, [`MemcgModel::shared_counts`]).
+    pub fn stock_counts(&self, batch_pages: u32, f: f64) -> Result<([StockCounts; 2], f64)> {
+        let (ops, warm, count) = self.window(batch_pages, f)?;
+        if self.interleave.memcgs > 1 {
+            let shared = self.shared_counts(batch_pages, f)?;
+            // Every memcg's calls advance `count` cycles on average: M × count cycles of work.
+            let pages = ops.payload_pages * f64::from(count) * f64::from(self.interleave.memcgs);
+            return Ok((shared.map(|c| c.stock), pages));
+        }
         let mut out = [StockCounts::default(); 2];
         for (slot, role) in out.iter_mut().zip([&ops.sender, &ops.receiver]) {
             if !role.is_empty() {
@@ -195,6 +256,37 @@ impl MemcgModel {
             }
         }
         Ok((out, ops.payload_pages * f64::from(count)))
+    }
+
+    /// The shared stocks of the sender and receiver CPU at `batch_pages` when
+    /// `interleave.memcgs` memcgs share each CPU ([`simulate_shared_stock`]; the window of
+    /// [`MemcgModel::stock_counts`] per memcg, so `M` times as many calls).
+    pub fn shared_counts(&self, batch_pages: u32, f: f64) -> Result<[SharedCounts; 2]> {
+        let (ops, warm, count) = self.window(batch_pages, f)?;
+        let mut out = [SharedCounts::default(); 2];
+        for (slot, role) in out.iter_mut().zip([&ops.sender, &ops.receiver]) {
+            if !role.is_empty() {
+                *slot = simulate_shared_stock(
+                    batch_pages,
+                    self.stock_code,
+                    self.interleave,
+                    role,
+                    warm,
+                    count,
+                )?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// What switching memcgs costs at `batch_pages` ([`SwitchTerms`]); zero with one memcg.
+    pub fn switch_terms(&self, batch_pages: u32, f: f64) -> Result<SwitchTerms> {
+        if self.interleave.memcgs <= 1 {
+            return Ok(SwitchTerms::default());
+        }
+        let (ops, _, count) = self.window(batch_pages, f)?;
+        let pages = ops.payload_pages * f64::from(count) * f64::from(self.interleave.memcgs);
+        Ok(SwitchTerms::of(&self.shared_counts(batch_pages, f)?, pages))
     }
 
     /// Per payload page: (charge walks, uncharge walks, flushes) of the sender and receiver
@@ -264,7 +356,8 @@ impl MemcgModel {
             })
             .collect();
         let n = self.charging_cpus;
-        let sol = shared_mva(n, self.threads_per_core, t0, x, &roles, self.lines.len());
+        let shares = self.line_shares();
+        let sol = shared_mva_split(n, self.threads_per_core, t0, x, &roles, &shares);
         let total_r: f64 = sol.resp.iter().sum();
         let total_d: f64 = sol.service.iter().sum();
         let cycle = t0 + total_r;
@@ -290,7 +383,8 @@ impl MemcgModel {
                     transfers_per_walk: tpv,
                     service_ns: svc,
                     response_ns: resp,
-                    utilisation: x_total * sol.service[i],
+                    // One copy of the line (one memcg's, when each memcg has its own).
+                    utilisation: shares[i] * (x_total * sol.service[i]),
                     sibling_shared: shared,
                 }
             })
@@ -301,7 +395,7 @@ impl MemcgModel {
                 lines[i].service_ns,
                 lines[i].response_ns,
                 lines[i].utilisation,
-                sol.x_prev * sol.service[i],
+                shares[i] * (sol.x_prev * sol.service[i]),
             ),
             None => (0.0, 0.0, 0.0, 0.0),
         };

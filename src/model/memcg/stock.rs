@@ -124,8 +124,9 @@ fn refill(stock: &mut u64, m: u64, b: u64, count: bool, c: &mut StockCounts) {
     }
 }
 
-/// `memcg_rstat_updated()` (6.0): per-CPU `stats_updates`, one global atomic per batch.
-fn rstat(x: &mut u64, n: u64, b: u64, count: bool, c: &mut StockCounts) {
+/// `memcg_rstat_updated()` (6.0): per-CPU `stats_updates` (of all memcgs together), one global
+/// atomic per batch.
+pub(super) fn rstat(x: &mut u64, n: u64, b: u64, count: bool, c: &mut StockCounts) {
     *x += n;
     if *x > b {
         if count {
@@ -272,7 +273,7 @@ fn uncharge(fwd: &mut i64, size: i64, out: &mut Vec<StockOp>) {
 }
 
 /// splitmix64 step mapped to [0, 1).
-fn unit_draw(state: &mut u64) -> f64 {
+pub(super) fn unit_draw(state: &mut u64) -> f64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

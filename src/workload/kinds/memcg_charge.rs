@@ -8,11 +8,18 @@
 //! (`--cgroup-depth`), `params.memcg_charge_batch` (`--charge-batch`). The parameters (fixed
 //! work from the root-memcg run, transfer scale fitted to 6.0-rc1 at batch 32) are thread
 //! 001's calibration ([`crate::validate::t001::calibrated_params`]).
+//!
+//! Several memcgs (issue 13 item 6): `tasks.memcgs` (`--memcgs`, default 1) sibling memcgs
+//! share every charging CPU, their stock calls interleaved: after each call the CPU turns with
+//! probability `params.memcg_redraw` (`--memcg-redraw`; default 1, per-call random
+//! interleaving) to a memcg drawn uniformly. The stock holds one memcg before 6.16 and seven
+//! from 6.16 (`--kernel`, default the file's `reference_kernel`;
+//! [`crate::model::memcg::StockCode`]). One memcg is thread 001's model unchanged.
 
 use crate::error::{Error, Result};
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
-use crate::model::memcg::MemcgModel;
+use crate::model::memcg::{Interleave, MemcgModel, StockCode};
 use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
 use crate::workload::spec::WorkloadSpec;
@@ -30,6 +37,67 @@ fn inputs(w: &WorkloadSpec, k: &Knobs) -> Result<(u32, u32)> {
     )?;
     let depth = super::param(w, k, "cgroup_depth", crate::bounds::CGROUP_DEPTH)?;
     Ok((batch as u32, depth as u32))
+}
+
+/// The memcgs sharing each CPU, their interleaving and the stock code of the kernel, with
+/// notes on values not taken from the file or the flags as they stand. Errors: `--memcgs` above
+/// the instances, out-of-range values.
+fn sharing(
+    w: &WorkloadSpec,
+    k: &Knobs,
+    instances: u32,
+) -> Result<(Interleave, StockCode, Vec<String>)> {
+    let mut notes = Vec::new();
+    let memcgs = match k.extra("memcgs") {
+        Some(v) => {
+            crate::bounds::MEMCGS
+                .check_flag("--memcgs", v)
+                .map_err(Error::Unsupported)?;
+            if v > f64::from(instances) {
+                return Err(Error::Unsupported(format!(
+                    "--memcgs {v}: each memcg needs at least one of the {instances} instances"
+                )));
+            }
+            v as u32
+        }
+        None => {
+            let m = w.tasks.memcgs.as_ref().map_or(1, |m| m.value);
+            if m > instances {
+                // The file's memcgs hold its tasks; fewer instances (capped to the machine, or
+                // --tasks) fill fewer memcgs.
+                notes.push(format!(
+                    "the file's {m} memcgs are more than the {instances} instances: {instances} memcgs, one instance each (--memcgs sets them)"
+                ));
+            }
+            m.min(instances)
+        }
+    };
+    let redraw = match k.extra("memcg_redraw") {
+        Some(v) => {
+            crate::bounds::PROBABILITY
+                .check_flag("--memcg-redraw", v)
+                .map_err(Error::Unsupported)?;
+            v
+        }
+        None if w.params.contains_key("memcg_redraw") => {
+            super::param(w, k, "memcg_redraw", crate::bounds::PROBABILITY)?
+        }
+        None => {
+            if memcgs > 1 {
+                notes.push("assumed: per-call random interleaving of the memcgs on each CPU (--memcg-redraw 1; the file gives no params.memcg_redraw)".to_string());
+            }
+            1.0
+        }
+    };
+    let kernel = match k.kernel {
+        Some(v) => v,
+        None => w.reference_kernel()?,
+    };
+    Ok((
+        Interleave { memcgs, redraw },
+        StockCode::for_kernel(kernel),
+        notes,
+    ))
 }
 
 /// Each instance is a sender and a receiver CPU.
@@ -56,7 +124,13 @@ impl Kind for MemcgCharge {
         &[Mechanism::MemcgCharge]
     }
     fn knobs(&self) -> &'static [&'static str] {
-        &["tasks", "charge-batch", "cgroup-depth"]
+        &[
+            "tasks",
+            "charge-batch",
+            "cgroup-depth",
+            "memcgs",
+            "memcg-redraw",
+        ]
     }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["memcg_charge_batch", "cgroup_depth"])
@@ -66,9 +140,11 @@ impl Kind for MemcgCharge {
         let (batch, depth) = inputs(w, k)?;
         let (instances, capped) = super::tasks_capped(w, k, machine.cpus() / 2, &machine.name);
         check_instances(machine, instances)?;
-        let model = MemcgModel::new(machine, instances, depth)?;
+        let (il, code, il_note) = sharing(w, k, instances)?;
+        let model = MemcgModel::new(machine, instances, depth)?.with_memcgs(il, code)?;
         let p = crate::validate::t001::calibrated_params()?.0;
         let e = model.estimate(&p, batch)?;
+        let sw = model.switch_terms(batch, p[2])?;
         let t = Table::terms(
             format!(
                 "{} on {}, batch {} pages, {} counter levels",
@@ -114,11 +190,28 @@ impl Kind for MemcgCharge {
             ),
         ];
         notes.extend(capped);
+        notes.extend(il_note);
+        if il.memcgs > 1 {
+            notes.push(format!(
+                "{} memcgs share each CPU's charge stock ({} memcg{} per stock): consecutive calls switch memcg with probability {:.3}, {:.3} of calls find their memcg uncached, {:.3} eviction drains per charge ({:.2} per switch)",
+                il.memcgs,
+                code.slots(),
+                if code.slots() == 1 { "" } else { "s" },
+                sw.switch_probability,
+                sw.miss_probability,
+                sw.eviction_drains_per_charge,
+                sw.drains_per_switch
+            ));
+        }
         let json = serde_json::json!({
             "workload": w.name,
             "machine": machine.name,
             "instances": instances,
             "cgroup_depth": depth,
+            "memcgs": il.memcgs,
+            "memcg_redraw": il.redraw,
+            "stock_code": code,
+            "stock_switching": sw,
             "parameters": p,
             "estimate": e,
         });
@@ -143,6 +236,15 @@ impl Kind for MemcgCharge {
                 ("counter_wait_ns".to_string(), e.counter_wait_ns_per_page),
                 ("line_utilisation".to_string(), e.line_utilisation),
                 ("walks_per_page".to_string(), e.walks_per_page),
+                ("memcgs".to_string(), f64::from(il.memcgs)),
+                (
+                    "memcg_switch_probability".to_string(),
+                    sw.switch_probability,
+                ),
+                (
+                    "eviction_drains_per_charge".to_string(),
+                    sw.eviction_drains_per_charge,
+                ),
             ],
             report: Report {
                 json,
