@@ -40,6 +40,16 @@
 //! interval (all CPUs allocate at the same rate), so the miss probability is
 //! `1 − exp(−(W_z − a)/P)` (Poisson) and a miss costs one transfer between cores of the socket.
 //!
+//! # Variants
+//! - 5.14+ ([`FoldRule::Never`]): `__count_numa_event()` increments a per-CPU counter that
+//!   readers sum; no fold, no shared line on the allocation path.
+//! - The `this_cpu_cmpxchg()` update (`mod_zone_state()` with `CONFIG_HAVE_CMPXCHG_LOCAL`, as on
+//!   x86, behind the non-`__` `inc_zone_page_state()` family) is not what `zone_statistics()`
+//!   calls: it runs with interrupts off and uses the `__` variant. Where the cmpxchg path
+//!   is used it folds with `overstep_mode` 1, i.e. [`FoldRule::Overstep`] and the same lines;
+//!   only the per-event cycles differ (a local, unlocked `cmpxchg` retried on a race with an
+//!   interrupt), and those are a fitted parameter of [`crate::model::vmstat`], not a fold cost.
+//!
 //! # Not modelled
 //! - The periodic `refresh_cpu_vm_stats()` (once a second per CPU): negligible next to the
 //!   folds at any threshold of the sweep.
@@ -60,23 +70,30 @@ pub enum FoldRule {
     Overstep,
     /// `u16` diffs (4.15+, v2 of the series): add `v`, reset to 0: `t + 1` events.
     Reset,
+    /// No fold on the allocation path (5.14+, f19298b9516c "mm/vmstat: convert NUMA statistics
+    /// to basic NUMA counters"): `__count_numa_event()` is a `raw_cpu_inc()` of a per-CPU
+    /// counter that readers sum; no shared line is written.
+    Never,
 }
 
 impl FoldRule {
-    /// The rule of `kernel` (`u16` with reset from 4.15).
+    /// The rule of `kernel` (`u16` with reset from 4.15, no fold from 5.14).
     pub fn of(kernel: crate::kernel::version::KernelVersion) -> FoldRule {
-        if kernel.at_least(4, 15) {
+        if kernel.at_least(5, 14) {
+            FoldRule::Never
+        } else if kernel.at_least(4, 15) {
             FoldRule::Reset
         } else {
             FoldRule::Overstep
         }
     }
 
-    /// Events of one item between two of its folds at threshold `t`.
+    /// Events of one item between two of its folds at threshold `t` (infinite: never).
     pub fn events_between_folds(self, t: u32) -> f64 {
         match self {
             FoldRule::Overstep => f64::from(t) + 1.0 + f64::from(t >> 1),
             FoldRule::Reset => f64::from(t) + 1.0,
+            FoldRule::Never => f64::INFINITY,
         }
     }
 }
@@ -242,6 +259,8 @@ mod tests {
         assert_eq!(FoldRule::Reset.events_between_folds(65_533), 65_534.0);
         assert_eq!(FoldRule::of(KernelVersion::new(4, 14)), FoldRule::Overstep);
         assert_eq!(FoldRule::of(KernelVersion::new(4, 15)), FoldRule::Reset);
+        assert_eq!(FoldRule::of(KernelVersion::new(5, 14)), FoldRule::Never);
+        assert!(FoldRule::Never.events_between_folds(125).is_infinite());
     }
 
     #[test]

@@ -249,7 +249,7 @@ impl NumaStatModel {
         let threshold =
             threshold.unwrap_or_else(|| fold_threshold(self.kernel, cpus, self.zone_mib));
         let mut fold = None;
-        if numa_stat {
+        if numa_stat && rule != FoldRule::Never {
             fold = Some(fold_cost(
                 &self.machine_file,
                 &FoldInputs {
