@@ -84,6 +84,18 @@ fn shows_effect(key: &str, k: KernelVersion) -> bool {
             assert!(fold_threshold(v(4, 13), 88, 65_536) <= 125);
             assert_eq!(fold_threshold(v(4, 15), 88, 65_536), 65_533);
         }
+        "numa-basic-counters" => {
+            // 5.14: NUMA events are per-CPU counters summed when read; no fold writes a shared
+            // line, so the fold term is exactly 0 (4.15-5.13: a fold every 65 534 events).
+            let m = Machine::resolve("broadwell-2s").unwrap();
+            let p = [170.0, 5.0, 0.2];
+            let fold = |ver| {
+                let model = pcpmodel::model::vmstat::NumaStatModel::new(&m, ver).unwrap();
+                model.estimate(&p, 88, true).unwrap().fold_cycles
+            };
+            assert!(fold(before) > 0.0);
+            assert_eq!(fold(k), 0.0);
+        }
         "numa-stat-sysctl" => {
             let m = Machine::resolve("broadwell-2s").unwrap();
             let model = pcpmodel::model::vmstat::NumaStatModel::new(&m, k).unwrap();

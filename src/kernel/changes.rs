@@ -338,9 +338,10 @@ pub const CHANGES: &[Change] = &[
         area: Area::Stats,
         effect: "NUMA events become raw per-CPU counters with no fold threshold, summed when \
                  read: no shared cache line on the allocation path",
-        implemented_in: &[],
+        implemented_in: &["page-bench"],
         affects: &["page-bench"],
-        model_note: "page-bench models the 4.15 threshold counters only",
+        model_note: "page-bench: numa_fold::FoldRule::Never from 5.14, no fold term; the \
+                     per-event cost stays thread 002's fitted 4.15 value",
         feature: None,
     },
     Change {

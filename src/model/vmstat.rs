@@ -15,19 +15,18 @@
 //!
 //! # Equations (cycles per page allocation + free, one thread's view)
 //! ```text
-//! cycles(N, on) = σ(N) · (c_base + on · e · c_event) + on · e · F(N) · f_cyc
+//! cycles(N, on) = σ(N) · (c_base + on · e · c_event) + on · F(N, P) · f_cyc
 //! σ(N)          = t / (1 + g (t − 1)),  t = threads per busy core = ceil(N / cores) ≤ SMT ways
-//! F(N)          = (1/T) · Σ_lines R_line(N)                      (ns of fold per counter event)
 //! ```
 //! `c_base` (cycles of alloc + free without the counters), `c_event` (cycles of one per-CPU
 //! counter increment with its branches), `g` (throughput gain of a second SMT thread on this code)
-//! are fitted; `e = 2` events per local allocation, `T` the kernel's threshold, `f_cyc` the TSC
-//! frequency. A fold does one atomic on the zone's counter line (shared by the node's CPUs) and
-//! one on the global line (all CPUs); each line is a finite-source FIFO queue of cores whose
-//! service is a transfer between cores ([`crate::model::lines::mean_core_transfer_ns`]),
-//! shared by SMT siblings queued together ([`crate::model::lines::shared_mva`]; exact
-//! machine-repairman with one busy thread per core), and whose think time is the CPU's time
-//! between folds, iterated to a fixed point.
+//! are fitted; `e = 2` events per local allocation, `f_cyc` the TSC frequency. `F(N, P)` (ns per
+//! allocation) is the fold ([`crate::model::numa_fold`]): `P` events of one item between its
+//! folds (`T + 1 + T/2` with the pre-4.15 overstep, `T + 1` from 4.15, `T` the threshold), each
+//! fold two `lock xadd`s, on the item's zone line (the node's CPUs write it) and on the one
+//! global line (all CPUs write it), queued with N writers and shared by SMT siblings; plus the
+//! misses of `zone_watermark_fast()`'s read of `NR_FREE_CMA_PAGES`, which shares `NUMA_HIT`'s
+//! zone line.
 //!
 //! page_bench alloc+free of order-0 pages never touches zone->lock: the freed page returns to
 //! the PCP list it came from, so `pcp->count` does not move and no refill or drain happens.
@@ -36,7 +35,7 @@
 //! - Local allocations only (page_bench threads allocate on their own node): 2 events.
 //! - Threads spread one per core first, then onto SMT siblings (88 threads on 44 cores: t = 2).
 //! - Cycles are TSC cycles at the base clock.
-//! - With the 4.15 threshold the fold term is negligible (a fold per 32 766 allocations), so
+//! - With the 4.15 threshold the fold term is negligible (a fold per 65 534 allocations), so
 //!   the growth of the saving with threads comes from SMT sharing in this model; the pre-4.15
 //!   threshold (≤ 125) makes the fold term dominant at 88 threads.
 //!
@@ -52,7 +51,7 @@ use crate::error::{Error, Result};
 use crate::fit::{FitModel, InputSpec, ParamSpec, TargetSpec};
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
-use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
+use crate::model::numa_fold::{fold_cost, FoldCost, FoldInputs, FoldRule, CONFIG_CMA_ASSUMED};
 
 const INPUT: &str = "numa-stat model";
 
@@ -120,12 +119,24 @@ pub struct NumaStatEstimate {
     pub base_cycles: f64,
     /// Per-CPU counter increments (SMT-stretched), cycles.
     pub local_counter_cycles: f64,
-    /// Folds into the shared counters (transfers and queueing), cycles.
+    /// Folds into the shared counters, cycles: the sum of `zone_fold_cycles`,
+    /// `global_fold_cycles` and `cma_read_cycles`.
     pub fold_cycles: f64,
     /// SMT stretch factor σ(N).
     pub smt_stretch: f64,
     /// Fold threshold, events.
     pub fold_threshold: u32,
+    /// How the per-CPU diff folds (overstep before 4.15 and in the v1 series, reset from 4.15).
+    pub fold_rule: FoldRule,
+    /// Events of one item between its folds.
+    pub events_between_folds: f64,
+    /// Waiting and transfers at the zone's `NUMA_HIT` and `NUMA_LOCAL` lines, cycles.
+    pub zone_fold_cycles: f64,
+    /// Waiting and transfers at the global counter line, cycles.
+    pub global_fold_cycles: f64,
+    /// Misses of `zone_watermark_fast()`'s `NR_FREE_CMA_PAGES` read on `NUMA_HIT`'s zone line
+    /// after other CPUs' folds, cycles.
+    pub cma_read_cycles: f64,
     /// Utilisation of the global counter line.
     pub global_line_utilisation: f64,
 }
@@ -175,6 +186,21 @@ impl NumaStatModel {
         numa_stat: bool,
         threshold: Option<u32>,
     ) -> Result<NumaStatEstimate> {
+        let rule = FoldRule::of(self.kernel);
+        self.estimate_with_fold(params, threads, numa_stat, threshold, rule)
+    }
+
+    /// [`NumaStatModel::estimate_at_threshold`] with the fold rule set by hand: Kemi Wang's v1
+    /// series (August 2017) kept the overstep of the `s8` code with `s16` diffs, v2 reset `u16`
+    /// diffs to 0 ([`FoldRule`]).
+    pub fn estimate_with_fold(
+        &self,
+        params: &[f64],
+        threads: u32,
+        numa_stat: bool,
+        threshold: Option<u32>,
+        rule: FoldRule,
+    ) -> Result<NumaStatEstimate> {
         if threshold == Some(0) {
             return Err(Error::invalid(
                 INPUT,
@@ -222,36 +248,20 @@ impl NumaStatModel {
         let local_c = stretch * on * EVENTS_PER_LOCAL_ALLOC * ev;
         let threshold =
             threshold.unwrap_or_else(|| fold_threshold(self.kernel, cpus, self.zone_mib));
-        let mut fold_c = 0.0;
-        let mut u_global = 0.0;
-        if numa_stat {
-            let tx = mean_core_transfer_ns(&self.machine_file, threads)?;
-            let a = active_threads_per_core(&self.machine_file, threads);
-            let one_visit = [0usize];
-            let fold = [vec![Episode {
-                rate: 1.0,
-                visits: &one_visit,
-            }]];
-            let per_node = threads.div_ceil(self.nodes).max(1);
-            // Events between folds of one item per CPU = T; with e items, a fold every T/e
-            // allocations... each item folds every T of its own events = every T allocations.
-            let allocs_between_folds = f64::from(threshold) / EVENTS_PER_LOCAL_ALLOC;
-            let mut fold_ns = 2.0 * tx; // per fold: zone line + global line
-            for _ in 0..200 {
-                let cycle_ns = (base_c + local_c) / self.tsc_ghz + fold_ns / allocs_between_folds;
-                let z = allocs_between_folds * cycle_ns;
-                let zone = shared_mva(per_node, a, z + fold_ns / 2.0, tx, &fold, 1);
-                let glob = shared_mva(threads, a, z + fold_ns / 2.0, tx, &fold, 1);
-                u_global = glob.x * glob.service[0];
-                let new = zone.resp[0] + glob.resp[0];
-                let done = (new - fold_ns).abs() <= 1e-10 * new;
-                fold_ns = 0.5 * (fold_ns + new);
-                if done {
-                    break;
-                }
-            }
-            fold_c = fold_ns / allocs_between_folds * self.tsc_ghz;
+        let mut fold = None;
+        if numa_stat && rule != FoldRule::Never {
+            fold = Some(fold_cost(
+                &self.machine_file,
+                &FoldInputs {
+                    threads,
+                    events_between_folds: rule.events_between_folds(threshold),
+                    work_ns: (base_c + local_c) / self.tsc_ghz,
+                    cma_read: CONFIG_CMA_ASSUMED,
+                },
+            )?);
         }
+        let cyc = |f: fn(&FoldCost) -> f64| fold.as_ref().map_or(0.0, |c| f(c) * self.tsc_ghz);
+        let fold_c = cyc(FoldCost::total_ns);
         Ok(NumaStatEstimate {
             threads,
             numa_stat,
@@ -261,7 +271,12 @@ impl NumaStatModel {
             fold_cycles: fold_c,
             smt_stretch: stretch,
             fold_threshold: threshold,
-            global_line_utilisation: u_global,
+            fold_rule: rule,
+            events_between_folds: rule.events_between_folds(threshold),
+            zone_fold_cycles: cyc(|c| c.zone_ns),
+            global_fold_cycles: cyc(|c| c.global_ns),
+            cma_read_cycles: cyc(|c| c.cma_read_ns),
+            global_line_utilisation: fold.map_or(0.0, |c| c.global_utilisation),
         })
     }
 }

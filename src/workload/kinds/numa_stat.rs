@@ -59,8 +59,8 @@ impl Kind for NumaStat {
             e.cycles_per_page,
         );
         let mut notes = vec![format!(
-            "SMT stretch {:.2}; fold threshold {} events; parameters fitted to thread 002",
-            e.smt_stretch, e.fold_threshold
+            "SMT stretch {:.2}; fold threshold {} events, {:?} rule ({:.0} events of an item between folds); parameters fitted to thread 002",
+            e.smt_stretch, e.fold_threshold, e.fold_rule, e.events_between_folds
         )];
         notes.extend(capped);
         let json = serde_json::json!({"workload": w.name, "machine": machine.name, "parameters": p, "estimate": e});
