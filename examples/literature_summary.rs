@@ -6,7 +6,7 @@ fn main() -> pcpmodel::Result<()> {
     type Table = fn() -> pcpmodel::Result<pcpmodel::validate::TableValidation>;
     use pcpmodel::validate::literature_huang as huang;
     use pcpmodel::validate::literature_dhama as dhama;
-    let tables: [(&str, Table); 5] = [
+    let tables: [(&str, Table); 7] = [
         ("halbuer", lit::halbuer),
         ("kemi wang", lit::kemi_wang),
         ("daniel jordan", lit::daniel_jordan),
