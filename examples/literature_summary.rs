@@ -4,8 +4,8 @@ use pcpmodel::validate::literature as lit;
 
 fn main() -> pcpmodel::Result<()> {
     type Table = fn() -> pcpmodel::Result<pcpmodel::validate::TableValidation>;
-    use pcpmodel::validate::literature_huang as huang;
     use pcpmodel::validate::literature_dhama as dhama;
+    use pcpmodel::validate::literature_huang as huang;
     let tables: [(&str, Table); 7] = [
         ("halbuer", lit::halbuer),
         ("kemi wang", lit::kemi_wang),

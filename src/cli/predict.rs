@@ -4,13 +4,12 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::bounds;
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::output::report::Format;
 use pcpmodel::workload::{resolve, Knobs, Predicted, Workload};
 use pcpmodel::Machine;
 
-use super::args::{kernel_arg, PlacementArg};
+use super::args::{kernel_arg, PcpKnobArgs, PlacementArg};
 
 /// Arguments of `pcpmodel predict` (each workload's kind reads the knobs it lists in
 /// `pcpmodel workloads`; a knob it does not read is an error).
@@ -40,27 +39,13 @@ pub struct Args {
     /// workload; each workload's file names the kernel its numbers come from).
     #[arg(long)]
     pub kernel: Option<String>,
-    /// pcp->batch, pages (default: the kernel's). For MEMCG_CHARGE_BATCH use --charge-batch.
-    #[arg(long)]
-    pub batch: Option<u32>,
     /// pcp->high of the freeing CPU, pages (default: the kernel's).
     #[arg(long)]
     pub high: Option<u32>,
-    /// The free_high trigger threshold, pages of free_count.
-    #[arg(long)]
-    pub free_high_threshold: Option<u32>,
-    /// Allocation order (default: the workload file's op.order).
-    #[arg(long)]
-    pub order: Option<u8>,
-    /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count).
-    #[arg(long, visible_aliases = ["threads", "procs", "instances"])]
-    pub tasks: Option<u32>,
-    /// NUMA nodes the tasks run on: 1 or all.
-    #[arg(long)]
-    pub nodes: Option<String>,
-    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels that have it: 6.7 on).
-    #[arg(long)]
-    pub scale_max: Option<u32>,
+    /// pcp->batch, free_high threshold, order, tasks, nodes, CONFIG_PCP_BATCH_SCALE_MAX (for
+    /// MEMCG_CHARGE_BATCH use --charge-batch).
+    #[command(flatten)]
+    pub pcp: PcpKnobArgs,
     /// Where producer and consumer run (default: the workload file's op.placement).
     #[arg(long, value_enum)]
     pub placement: Option<PlacementArg>,
@@ -92,36 +77,18 @@ pub struct Args {
 impl Args {
     /// The knobs the flags set.
     fn knobs(&self) -> anyhow::Result<Knobs> {
-        let e = anyhow::Error::msg;
-        let scale_max = match self.scale_max {
-            Some(s) => {
-                bounds::PCP_BATCH_SCALE_MAX
-                    .check_flag("--scale-max", f64::from(s))
-                    .map_err(e)?;
-                Some(u8::try_from(s)?)
-            }
-            None => None,
-        };
-        if let Some(n) = &self.nodes {
-            pcpmodel::workload::NodeSpan::parse(n, "--nodes")?;
-        }
         let mut k = Knobs {
             means_only: false,
             kernel: match &self.kernel {
                 Some(_) => Some(kernel_arg(&self.kernel, KernelVersion::DEFAULT)?),
                 None => None,
             },
-            batch: self.batch,
             high: self.high,
-            free_high_threshold: self.free_high_threshold,
             free_high: self.free_high.then_some(true),
-            order: self.order,
-            tasks: self.tasks,
-            nodes: self.nodes.clone(),
-            scale_max,
             placement: self.placement.map(Into::into),
-            extra: Vec::new(),
+            ..Knobs::default()
         };
+        self.pcp.apply(&mut k)?;
         for (name, v) in [
             ("memcg_charge_batch", self.charge_batch),
             ("cgroup_depth", self.cgroup_depth),
@@ -144,7 +111,7 @@ impl Args {
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let w = resolve(&args.workload)?;
     if w.kind.name() == "memcg-charge" {
-        if let Some(b) = args.batch {
+        if let Some(b) = args.pcp.batch {
             anyhow::bail!(
                 "--batch {b}: --batch is pcp->batch; workload {} (kind memcg-charge) takes MEMCG_CHARGE_BATCH as --charge-batch {b}",
                 w.name()

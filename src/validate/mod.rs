@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::error::Result;
 
 pub mod literature;
-pub mod literature_huang;
 pub mod literature_dhama;
+pub mod literature_huang;
 pub mod t000;
 pub mod t001;
 pub mod t002;
