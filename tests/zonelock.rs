@@ -337,3 +337,24 @@ fn imported_seed_histogram_feeds_the_zone_lock_fit() {
     let sum: f64 = ds.y.iter().sum();
     assert_eq!(sum as u64, h.histogram.total_count());
 }
+
+#[test]
+fn zone_lock_summary_rows_name_their_quantity() {
+    // The summary fit's `quantity` column is categorical: a name (or its position, as the
+    // files written before it had a name), never an arbitrary number.
+    let m = pcpmodel::model::zonelock::ZoneLockFit::new(&epyc()).unwrap();
+    let named =
+        "scale_max,procs,nodes,quantity,value\n5,10,1,avg_ns,50000\n5,10,1,calls_per_s,30000\n";
+    let ds = Dataset::from_csv_str(named, "named", &m).unwrap();
+    assert_eq!(ds.x[0][3], pcpmodel::model::zonelock::Q_AVG_NS);
+    assert_eq!(ds.x[1][3], pcpmodel::model::zonelock::Q_CALLS_PER_S);
+    let coded = named.replace("avg_ns", "0").replace("calls_per_s", "1");
+    assert_eq!(Dataset::from_csv_str(&coded, "coded", &m).unwrap().x, ds.x);
+    let bad = named.replace("calls_per_s", "p99_ns");
+    let e = Dataset::from_csv_str(&bad, "bad.csv", &m)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad.csv:3") && e.contains("quantity"), "{e}");
+    assert!(e.contains("avg_ns, calls_per_s"), "{e}");
+    assert!(Dataset::from_csv_str(&named.replace("1,avg_ns", "1,2"), "x", &m).is_err());
+}

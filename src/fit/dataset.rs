@@ -70,6 +70,7 @@ impl Dataset {
             .map(str::to_string)
             .collect();
         let needed = needed_columns(model);
+        let specs = model.inputs();
         let mut index = Vec::with_capacity(needed.len());
         for col in &needed {
             let hits: Vec<usize> = headers
@@ -141,7 +142,21 @@ impl Dataset {
                         ),
                     )
                 })?;
-                values.push(parse_cell(cell, label, line, row_no + 1, col)?);
+                let level = specs
+                    .get(values.len())
+                    .and_then(|spec| spec.level_code(cell));
+                values.push(match level {
+                    Some(Ok(v)) => v,
+                    Some(Err(why)) => {
+                        return Err(Error::parse(
+                            label,
+                            line,
+                            col.as_str(),
+                            format!("data row {}: {why}", row_no + 1),
+                        ))
+                    }
+                    None => parse_cell(cell, label, line, row_no + 1, col)?,
+                });
             }
             let y = values.pop().unwrap_or(f64::NAN);
             data.x.push(values);

@@ -65,15 +65,48 @@ pub struct InputSpec {
     pub name: String,
     /// Unit.
     pub unit: String,
+    /// The names of a categorical input's values (empty for a number): the CSV cell holds a
+    /// name, and the model reads its position in this list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<String>,
 }
 
 impl InputSpec {
-    /// A new input.
+    /// A new numeric input.
     pub fn new(name: impl Into<String>, unit: impl Into<String>) -> Self {
         InputSpec {
             name: name.into(),
             unit: unit.into(),
+            levels: Vec::new(),
         }
+    }
+
+    /// A categorical input whose cells name one of `levels` (the model reads the position).
+    pub fn categorical(name: impl Into<String>, levels: &[&str]) -> Self {
+        InputSpec {
+            name: name.into(),
+            unit: format!("one of {}", levels.join(", ")),
+            levels: levels.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    /// The value a cell stands for: a level's position for a categorical input (its name, or
+    /// the position itself written as a number), else None (parse it as a number).
+    pub fn level_code(&self, cell: &str) -> Option<std::result::Result<f64, String>> {
+        if self.levels.is_empty() {
+            return None;
+        }
+        if let Some(i) = self.levels.iter().position(|l| l == cell) {
+            return Some(Ok(i as f64));
+        }
+        Some(match cell.parse::<usize>() {
+            Ok(i) if i < self.levels.len() => Ok(i as f64),
+            _ => Err(format!(
+                "'{cell}' is not one of {} (or their positions 0..{})",
+                self.levels.join(", "),
+                self.levels.len() - 1
+            )),
+        })
     }
 }
 

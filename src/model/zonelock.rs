@@ -741,7 +741,7 @@ impl crate::fit::FitModel for ZoneLockFit {
             InputSpec::new("scale_max", "1"),
             InputSpec::new("procs", "processes"),
             InputSpec::new("nodes", "nodes"),
-            InputSpec::new("quantity", "0 avg_ns, 1 calls_per_s"),
+            InputSpec::categorical("quantity", &["avg_ns", "calls_per_s"]),
         ]
     }
 
