@@ -280,19 +280,7 @@ pub fn simulate_shared_stock(
             format!("must be in 0..=1, got {}", il.redraw),
         ));
     }
-    if ops.is_empty() || cycles == 0 {
-        return Err(Error::invalid(
-            INPUT,
-            "ops",
-            "need a non-empty cycle of calls and ≥ 1 counted cycle",
-        ));
-    }
-    if ops
-        .iter()
-        .any(|o| matches!(o, StockOp::Charge(0) | StockOp::Uncharge(0)))
-    {
-        return Err(Error::invalid(INPUT, "ops", "a call of 0 pages"));
-    }
+    super::stock::check_ops(ops, cycles)?;
     let m = il.memcgs as usize;
     let len = ops.len();
     let b = u64::from(batch_pages);

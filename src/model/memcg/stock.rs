@@ -57,19 +57,7 @@ pub fn simulate_stock(
     if batch_pages == 0 {
         return Err(Error::invalid(INPUT, "batch_pages", "must be ≥ 1"));
     }
-    if ops.is_empty() || cycles == 0 {
-        return Err(Error::invalid(
-            INPUT,
-            "ops",
-            "need a non-empty cycle of calls and ≥ 1 counted cycle",
-        ));
-    }
-    if ops
-        .iter()
-        .any(|o| matches!(o, StockOp::Charge(0) | StockOp::Uncharge(0)))
-    {
-        return Err(Error::invalid(INPUT, "ops", "a call of 0 pages"));
-    }
+    check_ops(ops, cycles)?;
     let b = u64::from(batch_pages);
     let mut stock: u64 = 0;
     let mut x: u64 = 0;
@@ -285,6 +273,25 @@ pub(super) fn unit_draw(state: &mut u64) -> f64 {
 /// Page counts here come from skb sizes (≤ a few hundred pages).
 fn pages_u32(p: i64) -> u32 {
     u32::try_from(p.max(0)).unwrap_or(u32::MAX)
+}
+
+/// The checks every stock replay makes of its cycle of calls: not empty, at least one counted
+/// cycle, no call of 0 pages.
+pub(super) fn check_ops(ops: &[StockOp], cycles: u32) -> Result<()> {
+    if ops.is_empty() || cycles == 0 {
+        return Err(Error::invalid(
+            INPUT,
+            "ops",
+            "need a non-empty cycle of calls and ≥ 1 counted cycle",
+        ));
+    }
+    if ops
+        .iter()
+        .any(|o| matches!(o, StockOp::Charge(0) | StockOp::Uncharge(0)))
+    {
+        return Err(Error::invalid(INPUT, "ops", "a call of 0 pages"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
