@@ -35,8 +35,8 @@ pub struct Args {
     /// Workload: a built-in name (or alias) or a workload TOML file.
     #[arg(long, default_value = "netperf-udp")]
     pub workload: String,
-    /// Kernel version, e.g. 5.18 or 6.18 (default: 6.18, the newest the project models, for every
-    /// workload; each workload's file names the kernel its numbers come from).
+    /// Kernel version, e.g. 5.18 or 6.18 (default: 6.18, the newest the project models; for
+    /// alloc-loop workloads their file's reference_kernel, where their parameters come from).
     #[arg(long)]
     pub kernel: Option<String>,
     /// pcp->high of the freeing CPU, pages (default: the kernel's).

@@ -353,6 +353,11 @@ pub trait Kind: Send + Sync {
     fn mechanisms(&self) -> &'static [Mechanism];
     /// Knobs it reads (flag names without `--`).
     fn knobs(&self) -> &'static [&'static str];
+    /// The kernel it evaluates when `--kernel` is not given: [`KernelVersion::DEFAULT`] unless
+    /// the kind says otherwise (what [`super::not_modelled`] compares with the reference).
+    fn default_kernel(&self, _w: &WorkloadSpec) -> Result<crate::kernel::version::KernelVersion> {
+        Ok(crate::kernel::version::KernelVersion::DEFAULT)
+    }
     /// Checks a workload's kind-specific inputs (its `params`).
     fn check(&self, _w: &WorkloadSpec) -> Result<()> {
         Ok(())

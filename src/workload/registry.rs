@@ -101,7 +101,15 @@ impl Workload {
         knobs.check()?;
         knobs.check_read_by(self.kind.as_ref(), &self.spec.name)?;
         let mut p = self.kind.predict(&self.spec, machine, knobs)?;
-        super::not_modelled::add(&mut p.report, &self.spec, self.kind.name(), knobs)?;
+        // The list compares the reference with the kernel the kind evaluated.
+        let evaluated = super::kind::Knobs {
+            kernel: Some(match knobs.kernel {
+                Some(k) => k,
+                None => self.kind.default_kernel(&self.spec)?,
+            }),
+            ..knobs.clone()
+        };
+        super::not_modelled::add(&mut p.report, &self.spec, self.kind.name(), &evaluated)?;
         Ok(p)
     }
 }

@@ -517,6 +517,10 @@ impl Kind for AllocLoop {
             "order",
         ]
     }
+    /// The workload's reference kernel (its lock parameters and work come from there).
+    fn default_kernel(&self, w: &WorkloadSpec) -> Result<KernelVersion> {
+        w.reference_kernel()
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         let share = w.param_or("alloc_work_share", 0.5);
         if !(0.0..=1.0).contains(&share) {
