@@ -46,6 +46,16 @@
 //!
 //! Every constant here is an instruction-count or microarchitecture estimate with its
 //! provenance in [`crate::assumptions`]; none is fitted.
+//!
+//! # The spinlock itself ([`SpinlockKind`])
+//! With queued spinlocks (x86 from 4.2, arm64 from 4.18) only the MCS queue's head spins on the
+//! lock word and each other waiter on its own node, so a hold does not grow with the number of
+//! waiters: the hand-over above is all the lock adds, and the FIFO queue of
+//! [`crate::model::lock`] holds (throughput flattens at saturation, it does not fall). Ticket
+//! spinlocks (arm64 before 4.18 among the kernels modelled) make every waiter re-read the lock
+//! line at each release, so the hand-over grows with the waiters and throughput falls past
+//! saturation (Boyd-Wickizer et al., "Non-scalable locks are dangerous", 2012). That collapse is
+//! not modelled: predictions on such a kernel say so.
 
 use serde::Serialize;
 
@@ -71,6 +81,36 @@ pub const STREAM_MLP: f64 = 16.0;
 /// Misses at full DRAM latency before the L2 streamer runs ahead of a new ascending stream
 /// (it triggers on the second miss in a page; Intel optimization manual). Assumed.
 pub const TRAIN_MISSES: f64 = 2.0;
+
+/// The kind of spinlock `zone->lock` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpinlockKind {
+    /// Queued (MCS) spinlock: FIFO hand-over, waiters spin locally.
+    Queued,
+    /// Ticket spinlock: every waiter spins on the lock line.
+    Ticket,
+}
+
+impl SpinlockKind {
+    /// The rule by architecture (`vendor` of the machine file: `arm` is arm64, anything else
+    /// x86) and kernel: x86-64 switched to queued spinlocks in 4.2 ("locking/qspinlock, x86:
+    /// Enable x86-64 to use queued spinlocks"), arm64 with commit c11090474d70 ("arm64: locking:
+    /// Replace ticket lock implementation with qspinlock", 2018-03-13), taken here as 4.18 (our
+    /// reading of its merge window, not checked against a release tag).
+    pub fn of(vendor: &str, kernel: KernelVersion) -> SpinlockKind {
+        let since = if vendor.eq_ignore_ascii_case("arm") {
+            KernelVersion::new(4, 18)
+        } else {
+            KernelVersion::new(4, 2)
+        };
+        if kernel < since {
+            SpinlockKind::Ticket
+        } else {
+            SpinlockKind::Queued
+        }
+    }
+}
 
 /// Where `check_new_pages()` runs for pages refilled from the buddy lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -247,6 +287,15 @@ mod tests {
             RefillCheck::AfterLock
         );
         assert_eq!(RefillCheck::of(KernelVersion::new(6, 10)), RefillCheck::Off);
+    }
+
+    #[test]
+    fn zone_lock_is_a_ticket_lock_only_on_old_arm64_kernels() {
+        let k = KernelVersion::new;
+        assert_eq!(SpinlockKind::of("arm", k(4, 14)), SpinlockKind::Ticket);
+        assert_eq!(SpinlockKind::of("arm", k(4, 18)), SpinlockKind::Queued);
+        assert_eq!(SpinlockKind::of("intel", k(4, 14)), SpinlockKind::Queued);
+        assert_eq!(SpinlockKind::of("amd", k(4, 1)), SpinlockKind::Ticket);
     }
 
     #[test]

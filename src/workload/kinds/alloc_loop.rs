@@ -585,7 +585,17 @@ impl Kind for AllocLoop {
                     case.model.kernel
                 ),
             )],
-            notes: vec![case.params_source.clone()],
+            notes: {
+                let mut n = vec![case.params_source.clone()];
+                use crate::model::hold::SpinlockKind;
+                if SpinlockKind::of(&m.cpu.vendor, case.model.kernel) == SpinlockKind::Ticket {
+                    n.push(format!(
+                        "not modelled: zone->lock is a ticket spinlock on {} kernel {}: every waiter re-reads the lock line at each release, so throughput can fall past saturation where this FIFO queue flattens (crate::model::hold docs)",
+                        m.cpu.vendor, case.model.kernel
+                    ));
+                }
+                n
+            },
         };
         Ok(Predicted {
             op: w.op.what.clone(),
