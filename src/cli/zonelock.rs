@@ -126,10 +126,10 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
     if let Some(n) = &c.nodes {
         NodeSpan::parse(n, "--nodes")?;
     }
-    // The workload's reference kernel unless --kernel says otherwise (thread 000's is 6.10).
+    // The kind's default kernel unless --kernel says otherwise (alloc-loop: the reference).
     let kernel = match &c.kernel {
         Some(_) => super::args::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?,
-        None => workload.spec.reference_kernel()?,
+        None => workload.kind.default_kernel(&workload.spec)?,
     };
     let knobs = Knobs {
         kernel: Some(kernel),

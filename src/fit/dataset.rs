@@ -42,27 +42,18 @@ impl Dataset {
     /// infinite cell.
     pub fn from_csv_str(text: &str, label: &str, model: &dyn FitModel) -> Result<Dataset> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let header_line = text
-            .lines()
-            .position(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .map(|i| i + 1)
-            .ok_or_else(|| {
-                Error::parse(
-                    label,
-                    0,
-                    "header",
-                    format!(
-                        "no header line: expected a CSV header naming the columns {}",
-                        needed_columns(model).join(", ")
-                    ),
-                )
-            })?;
-        let mut rdr = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .comment(Some(b'#'))
-            .trim(csv::Trim::All)
-            .flexible(true)
-            .from_reader(text.as_bytes());
+        let header_line = header_line(text).ok_or_else(|| {
+            Error::parse(
+                label,
+                0,
+                "header",
+                format!(
+                    "no header line: expected a CSV header naming the columns {}",
+                    needed_columns(model).join(", ")
+                ),
+            )
+        })?;
+        let mut rdr = csv_reader(text);
         let headers: Vec<String> = rdr
             .headers()
             .map_err(|e| csv_error(label, text, e))?
@@ -280,6 +271,24 @@ impl Dataset {
         let line = self.lines.get(i).copied().unwrap_or(0);
         (line, format!("data row {}", i + 1))
     }
+}
+
+/// The 1-based line of a CSV's header: its first line that is neither blank nor a `#` comment.
+pub(crate) fn header_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|i| i + 1)
+}
+
+/// The reader every measurement CSV goes through: a header, `#` comments, cells trimmed, rows
+/// of any length (a short row is reported by the caller, naming its line and column).
+pub(crate) fn csv_reader(text: &str) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new()
+        .has_headers(true)
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .from_reader(text.as_bytes())
 }
 
 pub(super) fn needed_columns(model: &dyn FitModel) -> Vec<String> {

@@ -100,7 +100,7 @@ pub mod calibrate;
 pub mod optimize;
 pub mod stats;
 
-mod dataset;
+pub(crate) mod dataset;
 mod jacobian;
 mod loo;
 mod options;

@@ -125,6 +125,15 @@ pub enum RefillCheck {
 }
 
 impl RefillCheck {
+    /// Where it runs, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RefillCheck::UnderLock => "under zone->lock",
+            RefillCheck::AfterLock => "after zone->lock",
+            RefillCheck::Off => "off",
+        }
+    }
+
     /// The kernel's rule (default configuration, CONFIG_DEBUG_VM off).
     pub fn of(kernel: KernelVersion) -> RefillCheck {
         if kernel < KernelVersion::new(6, 3) {

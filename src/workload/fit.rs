@@ -247,18 +247,11 @@ impl std::fmt::Debug for WorkloadFit {
 
 /// The header of a CSV: its 1-based line and the column names.
 fn csv_header(text: &str, label: &str) -> Result<(usize, Vec<String>)> {
+    use crate::fit::dataset::{csv_reader, header_line};
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let line = text
-        .lines()
-        .position(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|i| i + 1)
-        .ok_or_else(|| Error::parse(label, 0, "header", "no header line"))?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .comment(Some(b'#'))
-        .trim(csv::Trim::All)
-        .flexible(true)
-        .from_reader(text.as_bytes());
+    let line =
+        header_line(text).ok_or_else(|| Error::parse(label, 0, "header", "no header line"))?;
+    let mut rdr = csv_reader(text);
     let h = rdr
         .headers()
         .map_err(|e| Error::parse(label, line, "header", e.to_string()))?;

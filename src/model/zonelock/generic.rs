@@ -452,10 +452,11 @@ impl ZoneLockModel {
         }
         let order = dyn_.shape.order;
         let mut refill_atoms = Vec::new();
+        let c2c = self.handover_c2c_ns(procs);
         for &(pages, count) in &dyn_.refill {
             for s in sources {
                 refill_atoms.push(HoldAtom {
-                    hold_ns: self.refill_hold_ns(p, pages, order, procs, s),
+                    hold_ns: self.refill_hold_ns(p, pages, order, procs, c2c, s),
                     weight: count as f64 * s.probability,
                 });
             }
@@ -554,13 +555,15 @@ impl ZoneLockModel {
 
     /// One refill hold of `pages` pages of `order` whose struct-page lines come from `s`, ns:
     /// thread 000's `fixed_ns + pages (cpu + lines_per_page x line)`, or the code-composed hold
-    /// (`s` is then the head line's source unless it is `cold`: freshly split blocks, streamed).
+    /// (`s` is then the head line's source unless it is `cold`: freshly split blocks, streamed;
+    /// `c2c_ns` is [`Self::handover_c2c_ns`] of `procs`, computed once by the caller).
     pub fn refill_hold_ns(
         &self,
         p: &ZoneLockParams,
         pages: u32,
         order: u8,
         procs: u32,
+        c2c_ns: f64,
         s: &LineSource,
     ) -> f64 {
         match &self.code_hold {
@@ -569,7 +572,7 @@ impl ZoneLockModel {
                     blocks(f64::from(pages), order),
                     order,
                     crate::model::hold::p_other(procs),
-                    self.handover_c2c_ns(procs),
+                    c2c_ns,
                     (s.name != "cold").then_some(s.line_ns),
                 )
                 .total(),

@@ -200,7 +200,7 @@ pub fn lock_params(
 pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockCase> {
     let kernel: KernelVersion = match k.kernel {
         Some(v) => v,
-        None => w.reference_kernel()?,
+        None => AllocLoop.default_kernel(w)?,
     };
     if let Some(s) = k.scale_max {
         if !(kernel.has_pcp_batch_scale_max() || kernel.may_have_scale_max_backport()) {
@@ -262,10 +262,10 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             / model.cpu_ns_per_page;
         let hold = crate::model::hold::CodeHold::new(machine, kernel, ghz);
         params_source = format!(
-            "refill hold composed from the code (call {} cycles, {} cycles per block, check {:?} at {} cycles per struct page, streamed struct-page lines {} ns, hand-over {} zone lines + {} stream restarts; crate::model::hold), drain hold's fixed part likewise; {params_source} (fixed_ns is not used)",
+            "refill hold composed from the code (call {} cycles, {} cycles per block, check_new_pages() {} at {} cycles per struct page, streamed struct-page lines {} ns, hand-over {} zone lines + {} stream restarts; crate::model::hold), drain hold's fixed part likewise; {params_source} (fixed_ns is not used)",
             hold.call_cycles,
             hold.block_cycles,
-            hold.check,
+            hold.check.describe(),
             hold.check_cycles,
             sig(hold.l2_ns.max(hold.stream_line_ns), 3),
             hold.handover_lines,
@@ -352,12 +352,13 @@ fn hold_stat(z: &ZonePrediction, case: &LockCase, refill: bool) -> Stat {
     let m = &case.model;
     let order = d.shape.order;
     let mut atoms: Vec<(f64, f64)> = if refill {
+        let c2c = m.handover_c2c_ns(z.procs);
         d.refill
             .iter()
             .flat_map(|&(p, c)| {
                 z.line_sources.iter().map(move |s| {
                     (
-                        m.refill_hold_ns(&case.params, p, order, z.procs, s),
+                        m.refill_hold_ns(&case.params, p, order, z.procs, c2c, s),
                         c as f64 * s.probability,
                     )
                 })
