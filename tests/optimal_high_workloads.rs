@@ -77,29 +77,33 @@ fn cli_refuses_a_workload_without_reuse_path() {
     assert!(err.contains("lmbench-af-unix"), "{err}");
 }
 
-#[test]
-fn cli_runs_another_reuse_workload() {
+/// `optimal-high --workload W --machine epyc-7w83 --samples 20 --format json EXTRA...`: its
+/// JSON (the command must succeed).
+fn optimal_high_json(workload: &str, extra: &[&str]) -> serde_json::Value {
     let out = Command::cargo_bin("pcpmodel")
         .unwrap()
         .args([
             "optimal-high",
             "--workload",
-            "iperf3-tcp",
+            workload,
             "--machine",
             "epyc-7w83",
-            "--samples",
-            "20",
-            "--format",
-            "json",
         ])
+        .args(["--samples", "20", "--format", "json"])
+        .args(extra)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{workload} {extra:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn cli_runs_another_reuse_workload() {
+    let v = optimal_high_json("iperf3-tcp", &[]);
     assert_eq!(v["workload"], "iperf3-tcp");
     assert_eq!(v["machine"], "epyc-7w83");
 }
@@ -107,26 +111,9 @@ fn cli_runs_another_reuse_workload() {
 #[test]
 fn optimal_high_takes_the_kinds_knobs_as_flags() {
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "optimal-high",
-            "--workload",
-            "lmbench-af-unix",
-            "--machine",
-            "epyc-7w83",
-            "--samples",
-            "20",
-            "--format",
-            "json",
-        ];
-        args.extend_from_slice(extra);
-        let out = Command::cargo_bin("pcpmodel")
+        optimal_high_json("lmbench-af-unix", extra)["optimal_high_pages"]
+            .as_u64()
             .unwrap()
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{extra:?}: {out:?}");
-        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        j["optimal_high_pages"].as_u64().unwrap()
     };
     // pcp->batch sets how many pages each drain returns, so a batch of 31 instead of the
     // kernel's 63 moves the sweep's answer: the flag reaches the kind.
