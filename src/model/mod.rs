@@ -2,6 +2,8 @@
 //! with its terms; none reads files or command-line flags.
 //!
 //! - [`cache`]: where a reused line is found (private cache, LLC, DRAM) and what it costs.
+//! - [`fastpath`]: the PCP fast path's cycles carried across kernel versions (the 6.0 pcp
+//!   spinlock), for work measured on one kernel and run on another.
 //! - [`pcp`]: the PCP lists' drain/refill discipline and the reuse distance it gives a page.
 //! - [`freehigh`]: the free_high trigger by kernel version (free_factor, free_count >= batch,
 //!   batch + high_min / 2): how often runs of high-order frees drain the list early, and how much.
@@ -29,6 +31,7 @@
 
 pub mod autotune;
 pub mod cache;
+pub mod fastpath;
 pub mod freehigh;
 pub mod highorder;
 pub mod hold;

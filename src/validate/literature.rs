@@ -108,7 +108,7 @@ pub fn halbuer() -> Result<TableValidation> {
                 p,
                 "ns",
                 Role::Literature,
-                "alloc-loop kind on kernel 6.1, nothing fitted to this table (refill hold composed from the code, crate::model::hold; work: half of thread 002's page_bench01 alloc+free cycles)",
+                "alloc-loop kind on kernel 6.1, nothing fitted to this table (refill hold composed from the code, crate::model::hold; work: half of thread 002's page_bench01 alloc+free cycles on 4.14, moved to 6.1 by crate::model::fastpath)",
             ));
             if n > 1 {
                 rows.push(ValidationRow::new(
@@ -193,7 +193,7 @@ fn one_core_note(
     let work = out("work_ns_per_alloc");
     let hold = out("hold_pages_ns_per_alloc");
     Ok(format!(
-        "order 0, one core: measured {m1:.0} ns, predicted {p:.0} ns = {work:.0} ns of work outside the lock + {hold:.0} ns of refill hold per allocation. The table bounds the outside part by itself: from 4 cores on the lock is saturated and its time per page is at least {occupancy:.1} ns (the least ns(n) / n), which no one-core hold exceeds, so at least {outside_bound:.0} ns per allocation ({c:.0} cycles at {ghz} GHz) lies outside zone->lock at one core, against the workload's {work:.0} ns ({wc:.0} cycles: half of thread 002's page_bench01 alloc+free on 4.14). The module's timed loop (luhsra/linux-alloc-bench alloc.c, bulk()) is alloc_pages_node(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE) and a store into a vmalloc'ed array, so the difference lies in the 6.1 fast path as his kernel was built (6.0's pcp spinlock adds one locked RMW, ~20 cycles; the rest is not known): the growth ratios are too large by about the same factor",
+        "order 0, one core: measured {m1:.0} ns, predicted {p:.0} ns = {work:.0} ns of work outside the lock + {hold:.0} ns of refill hold per allocation. The table bounds the outside part by itself: from 4 cores on the lock is saturated and its time per page is at least {occupancy:.1} ns (the least ns(n) / n), which no one-core hold exceeds, so at least {outside_bound:.0} ns per allocation ({c:.0} cycles at {ghz} GHz) lies outside zone->lock at one core, against the workload's {work:.0} ns ({wc:.0} cycles: half of thread 002's page_bench01 alloc+free on 4.14, plus the locked RMW of 6.0's pcp spinlock, crate::model::fastpath). The module's timed loop (luhsra/linux-alloc-bench alloc.c, bulk()) is alloc_pages_node(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE) and a store into a vmalloc'ed array, so the rest of the difference lies in the 6.1 fast path as his kernel was built, which no source here states: the growth ratios are too large by about the same factor",
         p = one.ns_per_op,
         c = outside_bound * ghz,
         wc = work * ghz,

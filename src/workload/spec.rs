@@ -105,6 +105,11 @@ pub struct Work {
     /// Cycles per operation at the machine's `clock.base_ghz` (exclusive with `ns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles: Option<Quantity>,
+    /// The kernel the work was measured on, when it is the page allocator's fast path itself
+    /// (e.g. `"4.14"` for page_bench01 cycles): kind `alloc-loop` adds the fast-path steps
+    /// between that kernel and the one it runs ([`crate::model::fastpath`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }
 
 impl Work {
@@ -292,6 +297,10 @@ impl WorkloadSpec {
         }
         self.reference_kernel()
             .map_err(|e| inv("reference_kernel", e.to_string()))?;
+        if let Some(k) = &self.op.work.kernel {
+            crate::kernel::version::KernelVersion::parse(k)
+                .map_err(|e| inv("op.work.kernel", e.to_string()))?;
+        }
         self.nodes().map_err(|_| {
             inv(
                 "tasks.nodes",

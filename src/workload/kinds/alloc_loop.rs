@@ -196,6 +196,35 @@ pub fn lock_params(
     ))
 }
 
+/// The work per allocation that `op.work.kernel` moves to `kernel`: the fast-path steps between
+/// the two ([`crate::model::fastpath`]), on the allocation and, when the loop frees its pages in
+/// the measured interval, on each free. ns per allocation at `clock` GHz, and a note saying so.
+fn fast_path_shift(
+    w: &WorkloadSpec,
+    kernel: KernelVersion,
+    freeing: Freeing,
+    clock: f64,
+) -> Result<(f64, Option<String>)> {
+    let Some(text) = &w.op.work.kernel else {
+        return Ok((0.0, None));
+    };
+    let from = KernelVersion::parse_labeled(text, &format!("workload {}: op.work.kernel", w.name))?;
+    let (alloc, free, steps) = crate::model::fastpath::delta_cycles(from, kernel);
+    let frees = if freeing == Freeing::Never {
+        0.0
+    } else {
+        w.op.free_pages.value / w.op.alloc_pages.value.max(1.0)
+    };
+    let cycles = alloc + free * frees;
+    let what: Vec<&str> = steps.iter().map(|s| s.what).collect();
+    let note = format!(
+        "work measured on {from}, run on {kernel}: {} cycles per allocation from the fast path's changes in between ({}; crate::model::fastpath)",
+        sig(cycles, 3),
+        if what.is_empty() { "none counted".to_string() } else { what.join("; ") }
+    );
+    Ok((cycles / clock, Some(note)))
+}
+
 /// Builds the zone->lock case of workload `w` on `machine` with `k`'s knobs.
 pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockCase> {
     let kernel: KernelVersion = match k.kernel {
@@ -246,7 +275,8 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     }
     let per_op = w.op.work.ns_at(clock);
     let allocs = w.op.alloc_pages.value.max(1.0);
-    let work = per_op / allocs;
+    let (fast_ns, fast_note) = fast_path_shift(w, kernel, freeing, clock)?;
+    let work = per_op / allocs + fast_ns;
     if w.thread.as_deref() != Some("000") && (work.is_nan() || work <= 0.0) {
         return Err(Error::invalid(
             format!("workload {}", w.name),
@@ -275,6 +305,9 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     }
     if let Some(c) = capped {
         params_source = format!("{c}; {params_source}");
+    }
+    if let Some(n) = fast_note {
+        params_source = format!("{params_source}; {n}");
     }
     let share = w.param_or(
         "alloc_work_share",
