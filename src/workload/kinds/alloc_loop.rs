@@ -196,6 +196,17 @@ pub fn lock_params(
     ))
 }
 
+/// Gives `model` the refill hold composed from the code ([`crate::model::hold`]) at the clock its
+/// CPU work under the lock runs at, as every workload but thread 000's uses (thread 000 keeps
+/// its fitted hold); returns the hold for the caller's provenance.
+pub fn with_code_hold(model: &mut ZoneLockModel) -> crate::model::hold::CodeHold {
+    let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
+        / model.cpu_ns_per_page;
+    let hold = crate::model::hold::CodeHold::new(&model.machine, model.kernel, ghz);
+    model.code_hold = Some(hold.clone());
+    hold
+}
+
 /// The work per allocation that `op.work.kernel` moves to `kernel`: the fast-path steps between
 /// the two ([`crate::model::fastpath`]), on the allocation and, when the loop frees its pages in
 /// the measured interval, on each free. ns per allocation at `clock` GHz, and a note saying so.
@@ -288,9 +299,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     if w.thread.as_deref() != Some("000") {
         // Any other workload: the refill's hold is composed from the code at the machine's
         // latencies (crate::model::hold), at the clock the CPU work under the lock runs at.
-        let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
-            / model.cpu_ns_per_page;
-        let hold = crate::model::hold::CodeHold::new(machine, kernel, ghz);
+        let hold = with_code_hold(&mut model);
         params_source = format!(
             "refill hold composed from the code (call {} cycles, {} cycles per block, check_new_pages() {} at {} cycles per struct page, streamed struct-page lines {} ns, hand-over {} zone lines + {} stream restarts; crate::model::hold), drain hold's fixed part likewise; {params_source} (fixed_ns is not used)",
             hold.call_cycles,
@@ -301,7 +310,6 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             hold.handover_lines,
             hold.train_misses,
         );
-        model.code_hold = Some(hold);
     }
     if let Some(c) = capped {
         params_source = format!("{c}; {params_source}");
