@@ -321,3 +321,42 @@ fn a_given_fixed_work_replaces_thread_004s_calibration() {
     );
     assert_eq!(p.output("score"), None);
 }
+
+/// Producer-consumer pairs queue on their node's zone->lock: one pair is the unqueued model
+/// (slowdown exactly 1, so thread 004's single-pair numbers are untouched), and more pairs on a
+/// node can only slow each pair down (crate::model::pairqueue).
+#[test]
+fn producer_consumer_pairs_queue_on_the_zone_lock() {
+    let w = pcpmodel::workload::resolve("iperf3-tcp").unwrap();
+    let m = pcpmodel::Machine::builtin("epyc-9965-2s").unwrap();
+    let run = |pairs: u32| {
+        let p = w
+            .predict(
+                &m,
+                &pcpmodel::workload::Knobs {
+                    tasks: Some(pairs),
+                    nodes: Some("one".into()),
+                    means_only: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        (
+            p.output("queue_slowdown").unwrap(),
+            p.throughput_per_task,
+            p.output("zone_lock_utilisation").unwrap(),
+        )
+    };
+    let (s1, t1, _) = run(1);
+    assert_eq!(s1, 1.0);
+    let mut last = (s1, t1);
+    for n in [4, 16, 64] {
+        let (s, t, u) = run(n);
+        assert!(
+            s >= last.0 && t <= last.1 * (1.0 + 1e-9),
+            "{n}: {s} {t} vs {last:?}"
+        );
+        assert!((0.0..=1.0 + 1e-9).contains(&u), "{u}");
+        last = (s, t);
+    }
+}

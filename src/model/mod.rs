@@ -21,6 +21,8 @@
 //!   folds into shared counters, SMT sharing; page_bench cycles per page with vm.numa_stat on/off.
 //! - [`numa_fold`]: the fold of per-CPU NUMA counter diffs into the shared zone and global
 //!   counter lines: events between folds by kernel, lines and writers, queueing ([`lines`]).
+//! - [`pairqueue`]: zone->lock queueing between producer-consumer pairs sharing a zone (the
+//!   slowdown over a lone pair).
 //! - [`highorder`]: high-order pages on PCP lists (thread 003): zone->lock traffic of 64 KiB
 //!   folios with and without order 4 on the lists (the kernel's PCP state machine stepped), and
 //!   the contention it causes.
@@ -40,6 +42,7 @@ pub mod lock;
 pub mod memcg;
 pub mod netperf;
 pub mod numa_fold;
+pub mod pairqueue;
 pub mod pcp;
 pub mod perflock;
 pub mod vmstat;

@@ -26,9 +26,14 @@
 //!
 //! # Several pairs
 //! Pairs spread evenly over the LLC domains of the allowed nodes; the pairs of one domain split
-//! its capacity evenly (assumed: each pair streams its own pages through it). Not modelled:
-//! zone->lock queueing between pairs (each pair pays only its own line transfers per hold) and
-//! memory bandwidth shared between pairs. More pairs than the nodes' CPUs hold (two each)
+//! its capacity evenly (assumed: each pair streams its own pages through it). The pairs of one
+//! node queue on its zone->lock ([`crate::model::pairqueue`]: refills and drains at the rates
+//! and sizes of the PCP dynamics, holds composed from the code, the finite-source queue); each
+//! pair runs `T(P) / T(1)` slower than alone, so one pair is the unqueued model (thread 004's)
+//! exactly. `optimal-high` sweeps the lone pair's model (the reuse path): the queue's
+//! dependence on pcp->high is in `predict` only. Not modelled: memory bandwidth shared between
+//! pairs, and a network link's rate for pairs whose producer and consumer are on different
+//! machines. More pairs than the nodes' CPUs hold (two each)
 //! time-share them: `running = min(pairs, CPUs / 2)` run at once and each pair's throughput is
 //! scaled by `running / pairs` (context switches not modelled). With one pair the model is
 //! thread 004's exactly.
@@ -214,6 +219,34 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
     })
 }
 
+/// The nodes the pairs run on (`--nodes`, else the file's).
+fn pairs_nodes(w: &WorkloadSpec, k: &Knobs) -> Result<NodeSpan> {
+    match &k.nodes {
+        Some(s) => NodeSpan::parse(s, "--nodes"),
+        None => w.nodes(),
+    }
+}
+
+/// zone->lock queueing of `running` pairs spread over `nodes` ([`crate::model::pairqueue`]):
+/// the pairs of one node share its zone; holds composed from the code as for every workload
+/// but thread 000's.
+fn pair_queue_of(
+    w: &WorkloadSpec,
+    machine: &Machine,
+    kernel: KernelVersion,
+    order: u8,
+    e: &crate::model::netperf::NetperfEstimate,
+    running: u32,
+    nodes: NodeSpan,
+) -> Result<crate::model::pairqueue::PairQueue> {
+    let per_zone = running.div_ceil(nodes.nodes_on(machine).max(1)).max(1);
+    let mut zl = crate::model::zonelock::ZoneLockModel::new(machine, kernel)?;
+    super::alloc_loop::with_code_hold(&mut zl);
+    let block_ns = e.ns_per_op * f64::from(1u32 << order);
+    let (params, _) = super::alloc_loop::lock_params(w, machine, block_ns)?;
+    crate::model::pairqueue::pair_queue(&zl, &params, &e.dynamics, order, e.ns_per_op, per_zone)
+}
+
 /// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs time-share
 /// them).
 fn running_pairs(machine: &Machine, pairs: u32, nodes: NodeSpan) -> u32 {
@@ -258,7 +291,9 @@ impl Kind for ProducerConsumer {
         "sender/receiver pairs: the sender allocates pages of one order, the receiver frees them; cost per page from where the receiver finds the payload lines (PCP reuse distance vs caches) and zone->lock line transfers (thread 004)"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        // zone->lock enters as line transfers per hold (no queue): not the ZoneLock mechanism.
+        // zone->lock enters as line transfers per hold and, between pairs, as a queue whose
+        // slowdown scales the pair (crate::model::pairqueue); the per-zone outputs of the
+        // ZoneLock mechanism (latency's) are the alloc-loop kind's.
         &[Mechanism::PcpDynamics, Mechanism::CacheReuse]
     }
     fn knobs(&self) -> &'static [&'static str] {
@@ -306,6 +341,16 @@ impl Kind for ProducerConsumer {
             .high
             .unwrap_or_else(|| default.effective_high(model.flow.scale_max));
         let e = model.estimate(&wp.values, high)?;
+        let q = pair_queue_of(
+            w,
+            machine,
+            kernel,
+            model.flow.order as u8,
+            &e,
+            running,
+            pairs_nodes(w, k)?,
+        )?;
+        let slow = q.slowdown;
         // 95 % interval from the same uncertainty optimal-high samples: the fitted (or
         // carried-over) workload parameters and the machine's latencies by provenance.
         let draws = wp.samples(200, 0x0F7_1A1);
@@ -318,8 +363,8 @@ impl Kind for ProducerConsumer {
             }
         }
         let ci = [
-            crate::fit::optimize::percentile(&thr, 2.5).unwrap_or(f64::NAN),
-            crate::fit::optimize::percentile(&thr, 97.5).unwrap_or(f64::NAN),
+            crate::fit::optimize::percentile(&thr, 2.5).unwrap_or(f64::NAN) / slow,
+            crate::fit::optimize::percentile(&thr, 97.5).unwrap_or(f64::NAN) / slow,
         ];
         let d = &e.dynamics;
         let (rlo, rhi) = d.reuse.range_pages();
@@ -339,8 +384,12 @@ impl Kind for ProducerConsumer {
                 ("lines in the LLC", e.llc_ns),
                 ("lines from DRAM", e.dram_ns),
                 ("zone->lock / free-list transfers", e.lock_ns),
+                (
+                    "zone->lock queueing behind other pairs",
+                    e.ns_per_op * (slow - 1.0),
+                ),
             ],
-            e.ns_per_op,
+            e.ns_per_op * slow,
         );
         let mut hits = Table::new(["level", "probability", "cost per line (ns)"])
             .titled("Where a reused line is found");
@@ -356,8 +405,14 @@ impl Kind for ProducerConsumer {
         ] {
             hits.push([name.to_string(), format!("{p:.4}"), sig(c, 3)]);
         }
-        let score = if wp.has_score { Some(e.score) } else { None };
-        let mbps = e.throughput_ops_per_s * PAGE_BYTES as f64 * 8.0 / 1e6;
+        let score = if wp.has_score {
+            Some(e.score / slow)
+        } else {
+            None
+        };
+        let thr_pair = e.throughput_ops_per_s / slow;
+        let ns_pair = e.ns_per_op * slow;
+        let mbps = thr_pair * PAGE_BYTES as f64 * 8.0 / 1e6;
         let json = serde_json::json!({
             "machine": machine.name,
             "workload": w.name,
@@ -369,9 +424,10 @@ impl Kind for ProducerConsumer {
             "pairs": pairs,
             "pairs_running": running,
             "pairs_per_llc_domain": sharers,
-            "throughput_ops_per_s": e.throughput_ops_per_s,
+            "throughput_ops_per_s": thr_pair,
             "throughput_ci95_ops_per_s": ci,
-            "ns_per_op": e.ns_per_op,
+            "ns_per_op": ns_pair,
+            "zone_lock_queue": q,
             "op": "one 4 KiB page through producer and consumer",
             "score": score,
             "terms": {
@@ -380,6 +436,7 @@ impl Kind for ProducerConsumer {
                 "llc_ns": e.llc_ns,
                 "dram_ns": e.dram_ns,
                 "lock_ns": e.lock_ns,
+                "queue_ns": e.ns_per_op * (slow - 1.0),
             },
             "hit_probabilities": e.probs,
             "reuse_distance_pages": { "mean": d.reuse.mean_pages(), "min": rlo, "max": rhi, "segments": d.reuse.segments },
@@ -392,11 +449,11 @@ impl Kind for ProducerConsumer {
         let mut notes = vec![
             format!(
                 "throughput {} pages/s (95 % interval {}-{}, from the workload parameters' and latencies' uncertainty) = {} MB/s of payload ({} ns per page){}",
-                sig(e.throughput_ops_per_s, 4),
+                sig(thr_pair, 4),
                 sig(ci[0], 4),
                 sig(ci[1], 4),
-                sig(e.throughput_ops_per_s * 4096.0 / 1e6, 4),
-                sig(e.ns_per_op, 4),
+                sig(thr_pair * 4096.0 / 1e6, 4),
+                sig(ns_pair, 4),
                 score.map_or(String::new(), |s| format!(
                     "; predicted netperf score {}",
                     sig(s, 5)
@@ -440,8 +497,12 @@ impl Kind for ProducerConsumer {
         }
         if pairs > 1 {
             notes.push(format!(
-                "{pairs} pairs, {} per LLC domain sharing its capacity evenly (assumed); zone->lock queueing between pairs and shared memory bandwidth are not modelled",
-                sharers
+                "{pairs} pairs, {} per LLC domain sharing its capacity evenly (assumed); {} pairs per zone queue on its zone->lock: each pair runs {:.3}x slower than alone (lock utilisation {:.3}, {:.1} % of the pairs' CPU time waiting; crate::model::pairqueue); shared memory bandwidth is not modelled",
+                sharers,
+                q.pairs_per_zone,
+                slow,
+                q.utilisation,
+                100.0 * q.contention,
             ));
         }
         let mut outputs = vec![
@@ -458,6 +519,9 @@ impl Kind for ProducerConsumer {
             ("llc_ns".to_string(), e.llc_ns),
             ("dram_ns".to_string(), e.dram_ns),
             ("lock_ns".to_string(), e.lock_ns),
+            ("queue_ns".to_string(), e.ns_per_op * (slow - 1.0)),
+            ("queue_slowdown".to_string(), slow),
+            ("zone_lock_utilisation".to_string(), q.utilisation),
             ("reuse_distance_pages".to_string(), d.reuse.mean_pages()),
         ];
         let f = &model.flow;
@@ -468,7 +532,7 @@ impl Kind for ProducerConsumer {
             outputs.push(("free_high_events_per_page".to_string(), per_page));
             outputs.push((
                 "free_high_events_per_s".to_string(),
-                per_page * e.throughput_ops_per_s * f64::from(running),
+                per_page * thr_pair * f64::from(running),
             ));
         }
         if let Some(s) = score {
@@ -476,9 +540,9 @@ impl Kind for ProducerConsumer {
         }
         Ok(Predicted {
             op: w.op.what.clone(),
-            ns_per_op: e.ns_per_op / share,
-            throughput_per_task: e.throughput_ops_per_s * share,
-            throughput_total: e.throughput_ops_per_s * f64::from(running),
+            ns_per_op: ns_pair / share,
+            throughput_per_task: thr_pair * share,
+            throughput_total: thr_pair * f64::from(running),
             tasks: pairs,
             zones: Vec::new(),
             outputs,
