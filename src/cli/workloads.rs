@@ -208,6 +208,13 @@ fn show_table(s: &WorkloadSpec) -> Table {
     if let Some(p) = &o.placement {
         text("op.placement", &json_word(&p.value), &p.source);
     }
+    if let Some(k) = &o.work.kernel {
+        text(
+            "op.work.kernel",
+            k,
+            "the work is the allocator's fast path measured on this kernel; alloc-loop adds the fast path's changes up to the run's kernel (src/model/fastpath.rs)",
+        );
+    }
     text(
         "tasks.count",
         &s.tasks.count.value.to_string(),
