@@ -54,8 +54,20 @@
 //! [`crate::model::lock`] holds (throughput flattens at saturation, it does not fall). Ticket
 //! spinlocks (arm64 before 4.18 among the kernels modelled) make every waiter re-read the lock
 //! line at each release, so the hand-over grows with the waiters and throughput falls past
-//! saturation (Boyd-Wickizer et al., "Non-scalable locks are dangerous", 2012). That collapse is
-//! not modelled: predictions on such a kernel say so.
+//! saturation (Boyd-Wickizer et al., "Non-scalable locks are dangerous", 2012). The model
+//! follows their Markov model's mechanism: each hand-off waits for the lock line to reach the
+//! next ticket holder, whose read is serviced after on average half of the other waiters'
+//! ([`ticket_handoff`]); the waiters at a hand-off are the queue's own mean number waiting
+//! while the lock is busy, solved to a fixed point (the kind `alloc-loop`'s
+//! `LockCase::predict`). As tasks are added past saturation the hold grows with them and the
+//! lock's throughput falls.
+//!
+//! # IRQ-off inflation
+//! Does not apply to zone->lock: every path takes it with interrupts off (`spin_lock_irqsave`
+//! in `rmqueue_bulk()` / `free_pcppages_bulk()` from 6.2, and inside the PCP's IRQ-off section
+//! before), so an interrupt waits for the release instead of stretching the hold; the IRQ
+//! handler's time lands in the next holder's wait, which the queue already counts as the
+//! holder's CPU being busy elsewhere.
 
 use serde::Serialize;
 
@@ -81,6 +93,17 @@ pub const STREAM_MLP: f64 = 16.0;
 /// Misses at full DRAM latency before the L2 streamer runs ahead of a new ascending stream
 /// (it triggers on the second miss in a page; Intel optimization manual). Assumed.
 pub const TRAIN_MISSES: f64 = 2.0;
+
+/// Extra hand-off time of a ticket spinlock, ns, with `waiters` CPUs spinning on the lock line
+/// at a release: every waiter re-reads the line the releaser wrote, the reads are serviced one
+/// after another, and the next ticket holder's comes at a uniformly random place among them,
+/// `(k + 1) / 2` transfers on average for `k` waiters (Boyd-Wickizer et al. 2012: a hand-off
+/// grows linearly with the waiting cores). One of those transfers is the hand-over a queued
+/// spinlock pays too (already in the hold), so the extra is `(k - 1) / 2` transfers: none with
+/// a single waiter.
+pub fn ticket_handoff(waiters: f64, transfer_ns: f64) -> f64 {
+    0.5 * (waiters - 1.0).max(0.0) * transfer_ns.max(0.0)
+}
 
 /// The kind of spinlock `zone->lock` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -279,6 +302,17 @@ mod tests {
     fn hold() -> CodeHold {
         let m = Machine::builtin("xeon-gold-6252-2s").unwrap();
         CodeHold::new(&m, KernelVersion::new(6, 1), 2.1)
+    }
+
+    /// A ticket hand-off costs nothing extra with one waiter (a queued lock pays the same
+    /// transfer), and half a transfer per further waiter; negative inputs are clamped.
+    #[test]
+    fn ticket_handoff_grows_by_half_a_transfer_per_extra_waiter() {
+        assert_eq!(ticket_handoff(0.0, 100.0), 0.0);
+        assert_eq!(ticket_handoff(1.0, 100.0), 0.0);
+        assert_eq!(ticket_handoff(3.0, 100.0), 100.0);
+        assert_eq!(ticket_handoff(11.0, 80.0), 400.0);
+        assert_eq!(ticket_handoff(5.0, -1.0), 0.0);
     }
 
     #[test]

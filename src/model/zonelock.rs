@@ -335,6 +335,10 @@ pub struct ZoneLockModel {
     /// `fixed_ns` and `lines_per_page` on the refill side and of `fixed_ns` on the drain side
     /// (None: thread 000's parametrised hold).
     pub code_hold: Option<crate::model::hold::CodeHold>,
+    /// Extra time of every acquisition's hand-over when zone->lock is a ticket spinlock: the
+    /// lock line reaches the next ticket holder after on average half of the waiters have
+    /// re-read it ([`crate::model::hold::ticket_handoff`]); 0 for queued spinlocks.
+    pub handoff_extra_ns: f64,
 }
 
 /// One zone's solution.
@@ -386,6 +390,8 @@ pub struct Prediction {
     pub pages_per_s: f64,
     /// Lock utilisation (the busiest zone).
     pub lock_utilisation: f64,
+    /// A ticket lock's hand-off growth added to every hold, ns (0: queued spinlock).
+    pub handoff_extra_ns: f64,
     /// Per zone.
     pub zones: Vec<ZonePrediction>,
 }
@@ -503,6 +509,7 @@ impl ZoneLockModel {
             ) / ghz,
             own_line_ns: machine.latency_ns.l2_hit.value,
             code_hold: None,
+            handoff_extra_ns: 0.0,
         })
     }
 

@@ -542,15 +542,17 @@ impl ZoneLockModel {
     }
 
     /// The fixed part of a hold among `procs` tasks, ns: `p.fixed_ns`, or the code-composed
-    /// call and hand-over ([`crate::model::hold::CodeHold::fixed_ns`]).
+    /// call and hand-over ([`crate::model::hold::CodeHold::fixed_ns`]), plus a ticket lock's
+    /// hand-off growth ([`ZoneLockModel::handoff_extra_ns`]).
     pub fn hold_fixed_ns(&self, p: &ZoneLockParams, procs: u32) -> f64 {
-        match &self.code_hold {
-            Some(c) => c.fixed_ns(
-                crate::model::hold::p_other(procs),
-                self.handover_c2c_ns(procs),
-            ),
-            None => p.fixed_ns,
-        }
+        self.handoff_extra_ns
+            + match &self.code_hold {
+                Some(c) => c.fixed_ns(
+                    crate::model::hold::p_other(procs),
+                    self.handover_c2c_ns(procs),
+                ),
+                None => p.fixed_ns,
+            }
     }
 
     /// One refill hold of `pages` pages of `order` whose struct-page lines come from `s`, ns:
@@ -566,21 +568,22 @@ impl ZoneLockModel {
         c2c_ns: f64,
         s: &LineSource,
     ) -> f64 {
-        match &self.code_hold {
-            Some(c) => c
-                .refill(
-                    blocks(f64::from(pages), order),
-                    order,
-                    crate::model::hold::p_other(procs),
-                    c2c_ns,
-                    (s.name != "cold").then_some(s.line_ns),
-                )
-                .total(),
-            None => {
-                p.fixed_ns
-                    + f64::from(pages) * (self.cpu_ns_per_page + p.lines_per_page * s.line_ns)
+        self.handoff_extra_ns
+            + match &self.code_hold {
+                Some(c) => c
+                    .refill(
+                        blocks(f64::from(pages), order),
+                        order,
+                        crate::model::hold::p_other(procs),
+                        c2c_ns,
+                        (s.name != "cold").then_some(s.line_ns),
+                    )
+                    .total(),
+                None => {
+                    p.fixed_ns
+                        + f64::from(pages) * (self.cpu_ns_per_page + p.lines_per_page * s.line_ns)
+                }
             }
-        }
     }
 
     /// Hold per page of a drain: the page's own line (L2, just freed by this CPU) and
@@ -683,6 +686,7 @@ impl ZoneLockModel {
             calls_per_s: calls,
             pages_per_s: pages,
             lock_utilisation: util,
+            handoff_extra_ns: self.handoff_extra_ns,
             zones,
         })
     }
