@@ -117,6 +117,13 @@ fn shows_effect(key: &str, k: KernelVersion) -> bool {
                 assert_eq!(l.high, PcpHigh::Fixed { high_pages: high }, "{ver}");
             }
         }
+        "pcp-irqs-enabled" => {
+            // One IRQ save/restore pair less on each PCP allocation and free from 6.2.
+            use pcpmodel::model::fastpath::{delta_cycles, IRQ_SAVE_RESTORE_CYCLES};
+            let (a, f, steps) = delta_cycles(before, k);
+            assert_eq!((a, f), (-IRQ_SAVE_RESTORE_CYCLES, -IRQ_SAVE_RESTORE_CYCLES));
+            assert_eq!(steps.len(), 1);
+        }
         "watermark-boost" => {
             // The check subtracts a zone's boost before comparing (numa2-6.18 has boost 1500).
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -100,7 +100,8 @@ impl Feature {
 }
 
 /// Workload models of `predict`, by their CLI names, plus `kernel` for the configuration
-/// formulas (`kernel`, `zoneinfo`) and `ops` for the page-by-page [`crate::kernel::PcpState`].
+/// formulas (`kernel`, `zoneinfo`), `ops` for the page-by-page [`crate::kernel::PcpState`] and
+/// `fastpath` for the fast path's cycles across versions ([`crate::model::fastpath`]).
 pub const WORKLOADS: [&str; 5] = [
     "netperf-udp",
     "mmap-fill",
@@ -455,7 +456,10 @@ pub const CHANGES: &[Change] = &[
                  allocator (one zone->lock hold); remote CPUs can drain without IPIs",
         implemented_in: &[],
         affects: &["mmap-fill"],
-        model_note: "not modelled: the zone->lock model assumes the trylock succeeds",
+        model_note: "not modelled: the zone->lock model assumes the trylock succeeds; the \
+                     lock's cost on the fast path (one locked RMW per PCP allocation and free) \
+                     is in src/model/fastpath.rs, for a work measured on another kernel \
+                     (op.work.kernel)",
         feature: None,
     },
     Change {
@@ -475,6 +479,30 @@ pub const CHANGES: &[Change] = &[
         affects: &["memcg-netperf"],
         model_note: "memcg-netperf takes MEMCG_CHARGE_BATCH from --batch, not from the kernel \
                      version: pass --batch 64 for >= 6.1",
+        feature: None,
+    },
+    Change {
+        key: "pcp-irqs-enabled",
+        commit: Some("574907741599"),
+        id_source: "\"[ Upstream commit 5749077415994eb02d660b2559b9d8278521e73d ]\" in the \
+                    6.1-stable review of the patch (Greg Kroah-Hartman, 9 Oct 2023)",
+        subject: "mm/page_alloc: leave IRQs enabled for per-cpu page allocations",
+        version: v(6, 2),
+        version_verified: false,
+        version_note: "posted 18 Nov 2022 (lkml 20221118101714.19590-3-mgorman), in mm-unstable \
+                       before the 6.2 merge window; also backported to 6.1.57 stable, which a \
+                       major.minor version cannot tell apart",
+        area: Area::Locking,
+        effect: "rmqueue_pcplist() and free_unref_page() take pcp->lock with spin_trylock and \
+                 IRQs enabled: no local_irq_save/restore per PCP allocation and free; \
+                 rmqueue_bulk() and free_pcppages_bulk() take zone->lock with \
+                 spin_lock_irqsave themselves",
+        implemented_in: &["fastpath"],
+        affects: &[],
+        model_note: "src/model/fastpath.rs: one IRQ save/restore pair (37 cycles) less per PCP \
+                     allocation and free, for a work measured on another kernel \
+                     (op.work.kernel); the zone->lock hold's call cost assumes \
+                     spin_lock_irqsave on every kernel",
         feature: None,
     },
     Change {
@@ -827,7 +855,7 @@ mod tests {
             }
             for w in c.affects.iter().chain(c.implemented_in) {
                 assert!(
-                    WORKLOADS.contains(w) || *w == "kernel" || *w == "ops",
+                    WORKLOADS.contains(w) || ["kernel", "ops", "fastpath"].contains(w),
                     "{}: unknown workload {w}",
                     c.key
                 );
