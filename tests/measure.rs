@@ -173,6 +173,29 @@ fn dry_run_changes_nothing_and_bad_flags_exit_2() {
     assert!(String::from_utf8_lossy(&st.stdout).contains("Plan:"));
     assert_eq!(read(&frac), "7");
     assert!(!journal.exists());
+    // The AF_UNIX stream (lmbench's bw_unix) plans the same way, on a writer/reader pair.
+    let st = Command::new(BIN)
+        .args([
+            "measure",
+            "pcp",
+            "--workload",
+            "af-unix",
+            "--dry-run",
+            "--quick",
+        ])
+        .arg("--sysctl-path")
+        .arg(&frac)
+        .arg("--journal")
+        .arg(&journal)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(String::from_utf8_lossy(&st.stdout).contains("af-unix"));
+    assert_eq!(read(&frac), "7");
     for bad in [
         &["--fractions", "3"][..],
         &["--workload", "nope"][..],

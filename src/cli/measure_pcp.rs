@@ -46,10 +46,12 @@ Output: with --out FILE, the CSV `pcpmodel fit --model netperf-pcp-high --data F
 Examples:
   pcpmodel measure pcp --workload netperf-udp --dry-run
   pcpmodel measure pcp --workload netperf-udp --out sweep.csv
+  pcpmodel measure pcp --workload af-unix --fractions 0 --repeats 5
   pcpmodel measure pcp --workload page-fault --tasks 2 --quick")]
 pub struct PcpArgs {
-    /// Workload: netperf-udp (UDP stream over loopback, 64 KiB datagrams) or page-fault
-    /// (mmap/touch/munmap loop in N processes).
+    /// Workload: netperf-udp (UDP stream over loopback, 64 KiB datagrams), af-unix (an
+    /// AF_UNIX stream socket pair, 64 KiB writes and reads: lmbench's bw_unix; the model's
+    /// lmbench-af-unix) or page-fault (mmap/touch/munmap loop in N processes).
     #[arg(long)]
     pub workload: String,
     /// 0.3 s per point instead of 2 s.
@@ -65,7 +67,8 @@ pub struct PcpArgs {
     /// and five values aimed at 4 x batch, LLC/8, LLC/2, 2 x LLC and 8 x LLC pages.
     #[arg(long, value_delimiter = ',')]
     pub fractions: Option<Vec<u64>>,
-    /// netperf-udp: sender and receiver CPUs (default: a same-LLC pair).
+    /// netperf-udp and af-unix: sender (writer) and receiver (reader) CPUs (default: a same-LLC
+    /// pair).
     #[arg(long, value_delimiter = ',')]
     pub cpus: Option<Vec<u32>>,
     /// page-fault: number of processes (default: one per CPU).
@@ -121,7 +124,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     let cpus = host_cpus(std::path::Path::new("/"))?;
     let ncpus = cpus.len() as u32;
     let workload = match args.workload.as_str() {
-        "netperf-udp" => {
+        w @ ("netperf-udp" | "af-unix") => {
             let (s, r) = match args.cpus.as_deref() {
                 Some([s, r]) => (*s, *r),
                 Some(_) => anyhow::bail!("--cpus: give two CPUs, sender,receiver"),
@@ -140,15 +143,24 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
                     anyhow::bail!("--cpus: CPU {c} is not online");
                 }
             }
-            Workload::NetperfUdp {
-                sender: s,
-                receiver: r,
+            if w == "af-unix" {
+                Workload::AfUnix {
+                    writer: s,
+                    reader: r,
+                }
+            } else {
+                Workload::NetperfUdp {
+                    sender: s,
+                    receiver: r,
+                }
             }
         }
         "page-fault" => Workload::PageFault {
             tasks: args.tasks.unwrap_or(ncpus).max(1),
         },
-        other => anyhow::bail!("--workload: unknown '{other}': use netperf-udp or page-fault"),
+        other => {
+            anyhow::bail!("--workload: unknown '{other}': use netperf-udp, af-unix or page-fault")
+        }
     };
     let secs = args.seconds.unwrap_or(if args.quick { 0.3 } else { 2.0 });
     if !(secs.is_finite() && secs > 0.0 && secs <= 600.0) {

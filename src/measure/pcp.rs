@@ -39,6 +39,14 @@ pub enum Workload {
         /// Receiver CPU.
         receiver: u32,
     },
+    /// An AF_UNIX stream socket pair (lmbench's bw_unix): `writer` writes 64 KiB chunks,
+    /// `reader` reads them.
+    AfUnix {
+        /// Writer CPU.
+        writer: u32,
+        /// Reader CPU.
+        reader: u32,
+    },
     /// `tasks` processes faulting pages in and unmapping them.
     PageFault {
         /// Number of processes.
@@ -51,6 +59,7 @@ impl Workload {
     pub fn name(&self) -> &'static str {
         match self {
             Workload::NetperfUdp { .. } => "netperf-udp",
+            Workload::AfUnix { .. } => "af-unix",
             Workload::PageFault { .. } => "page-fault",
         }
     }
@@ -59,6 +68,7 @@ impl Workload {
     pub fn unit(&self) -> &'static str {
         match self {
             Workload::NetperfUdp { .. } => "Mbit/s received",
+            Workload::AfUnix { .. } => "MB/s read",
             Workload::PageFault { .. } => "pages/s",
         }
     }
@@ -68,6 +78,7 @@ impl Workload {
     pub fn consumer_cpus(&self, ncpus: u32) -> Vec<u32> {
         match *self {
             Workload::NetperfUdp { receiver, .. } => vec![receiver],
+            Workload::AfUnix { reader, .. } => vec![reader],
             Workload::PageFault { tasks } => (0..tasks.min(ncpus.max(1))).collect(),
         }
     }
@@ -76,6 +87,7 @@ impl Workload {
     pub fn run(&self, secs: f64, ncpus: u32) -> Result<f64> {
         match *self {
             Workload::NetperfUdp { sender, receiver } => udp_stream(sender, receiver, secs),
+            Workload::AfUnix { writer, reader } => af_unix_stream(writer, reader, secs),
             Workload::PageFault { tasks } => page_fault(tasks, ncpus, secs),
         }
     }
@@ -133,6 +145,67 @@ fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
     pinned?;
     sent?;
     Ok(bytes as f64 * 8.0 / elapsed / 1e6)
+}
+
+/// lmbench bw_unix's transfer size: 64 KiB per write and read (`XFERSIZE`, src/bw_unix.c).
+pub const AF_UNIX_CHUNK: usize = 64 << 10;
+
+/// An AF_UNIX stream for `secs` seconds: MB/s (10^6 bytes) read by the reader.
+fn af_unix_stream(writer: u32, reader: u32, secs: f64) -> Result<f64> {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let e = |what: &str, err: std::io::Error| {
+        Error::Unsupported(format!("AF_UNIX stream: {what}: {err}"))
+    };
+    let (mut tx, mut rx) = UnixStream::pair().map_err(|x| e("socketpair", x))?;
+    rx.set_read_timeout(Some(Duration::from_millis(50)))
+        .map_err(|x| e("timeout", x))?;
+    let start = Arc::new(Barrier::new(2));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, st2) = (Arc::clone(&start), Arc::clone(&stop));
+    let write = std::thread::spawn(move || -> Result<u64> {
+        let pinned = pin_current_thread(writer);
+        s2.wait();
+        pinned?;
+        let buf = vec![0x5au8; AF_UNIX_CHUNK];
+        let mut sent = 0u64;
+        while !st2.load(Ordering::Relaxed) {
+            match tx.write(&buf) {
+                Ok(n) => sent += n as u64,
+                Err(err) => return Err(e("write", err)),
+            }
+        }
+        Ok(sent)
+    });
+    let saved = super::latency::allowed_cpus();
+    let pinned = pin_current_thread(reader);
+    start.wait();
+    let mut buf = vec![0u8; AF_UNIX_CHUNK];
+    let mut bytes = 0u64;
+    let t0 = Instant::now();
+    let dur = Duration::from_secs_f64(secs);
+    if pinned.is_ok() {
+        while t0.elapsed() < dur {
+            if let Ok(n) = rx.read(&mut buf) {
+                bytes += n as u64;
+            }
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    // Drain what the writer still sends until it sees the stop flag, so it never blocks on a
+    // full socket buffer.
+    let _ = rx.set_read_timeout(Some(Duration::from_millis(10)));
+    while !write.is_finished() {
+        let _ = rx.read(&mut buf);
+    }
+    set_allowed_cpus(&saved);
+    let sent = write
+        .join()
+        .map_err(|_| Error::Unsupported("AF_UNIX writer panicked".into()))?;
+    pinned?;
+    sent?;
+    Ok(bytes as f64 / elapsed / 1e6)
 }
 
 fn page_fault(tasks: u32, ncpus: u32, secs: f64) -> Result<f64> {
@@ -499,6 +572,12 @@ mod tests {
     fn page_fault_loop_counts_pages() {
         let pages_per_s = page_fault(1, 1, 0.05).unwrap();
         assert!(pages_per_s > 0.0);
+    }
+
+    #[test]
+    fn af_unix_stream_moves_bytes() {
+        let mbs = af_unix_stream(0, 0, 0.05).unwrap();
+        assert!(mbs > 0.0);
     }
 
     #[test]

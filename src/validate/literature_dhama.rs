@@ -61,7 +61,10 @@ fn predict(
     }
     if pure_consumer {
         // derived: consumer_allocs_per_free = 0, the run of frees never ends.
-        k = k.with_extra("free_run_pages", 1e9);
+        k = k.with_extra(
+            "free_run_pages",
+            crate::workload::kinds::producer_consumer::PURE_CONSUMER_RUN_PAGES,
+        );
     }
     let p = w.predict(machine, &k)?;
     let events = p.output("free_high_events_per_s").unwrap_or(0.0);

@@ -58,6 +58,12 @@ use crate::workload::NodeSpan;
 /// Kind `producer-consumer`.
 pub struct ProducerConsumer;
 
+/// The run of frees without an allocation of a pure consumer (`consumer_allocs_per_free = 0`)
+/// when the file gives no `params.free_run_pages`: it never ends, taken as 1e9 pages (4 TB of
+/// frees, longer than any run measured; the trigger model's `exp(-T / run)` is then 1 to 1e-6
+/// for any threshold the kernel can have), so the free_high trigger follows the kernel's rule.
+pub const PURE_CONSUMER_RUN_PAGES: f64 = 1e9;
+
 const KNOBS: &[&str] = &[
     "high",
     "placement",
@@ -177,16 +183,17 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         None => w.nodes()?,
     };
     let running = running_pairs(machine, pairs, nodes);
+    let consumer_allocs_per_free = super::param(
+        w,
+        k,
+        "consumer_allocs_per_free",
+        crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate"),
+    )?;
     let setup = Setup {
         placement,
         kernel,
         order: super::order(w, k),
-        consumer_allocs_per_free: super::param(
-            w,
-            k,
-            "consumer_allocs_per_free",
-            crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate"),
-        )?,
+        consumer_allocs_per_free,
         batch: k.batch,
         scale_max: k.scale_max,
         free_high: k.free_high.unwrap_or(false),
@@ -197,6 +204,8 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
                 "free_run_pages",
                 crate::bounds::Range::real("pages", 1e-3, 1e9, "", "a run length"),
             )?),
+            // A pure consumer never allocates: its run of frees never ends.
+            None if consumer_allocs_per_free == 0.0 => Some(PURE_CONSUMER_RUN_PAGES),
             None => None,
         },
         free_high_threshold: k.free_high_threshold,
