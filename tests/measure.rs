@@ -154,48 +154,33 @@ fn dry_run_changes_nothing_and_bad_flags_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let (frac, journal) = (dir.path().join("frac"), dir.path().join("journal"));
     std::fs::write(&frac, "7\n").unwrap();
-    let st = Command::new(BIN)
-        .args([
-            "measure",
-            "pcp",
-            "--workload",
-            "netperf-udp",
-            "--dry-run",
-            "--quick",
-        ])
-        .arg("--sysctl-path")
-        .arg(&frac)
-        .arg("--journal")
-        .arg(&journal)
-        .output()
-        .unwrap();
-    assert!(st.status.success());
-    assert!(String::from_utf8_lossy(&st.stdout).contains("Plan:"));
-    assert_eq!(read(&frac), "7");
-    assert!(!journal.exists());
-    // The AF_UNIX stream (lmbench's bw_unix) plans the same way, on a writer/reader pair.
-    let st = Command::new(BIN)
-        .args([
-            "measure",
-            "pcp",
-            "--workload",
-            "af-unix",
-            "--dry-run",
-            "--quick",
-        ])
-        .arg("--sysctl-path")
-        .arg(&frac)
-        .arg("--journal")
-        .arg(&journal)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    assert!(String::from_utf8_lossy(&st.stdout).contains("af-unix"));
-    assert_eq!(read(&frac), "7");
+    // Both streams (UDP, and AF_UNIX as lmbench's bw_unix) plan on a sender/receiver pair.
+    for workload in ["netperf-udp", "af-unix"] {
+        let st = Command::new(BIN)
+            .args([
+                "measure",
+                "pcp",
+                "--workload",
+                workload,
+                "--dry-run",
+                "--quick",
+            ])
+            .arg("--sysctl-path")
+            .arg(&frac)
+            .arg("--journal")
+            .arg(&journal)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        let out = String::from_utf8_lossy(&st.stdout);
+        assert!(out.contains("Plan:") && out.contains(workload), "{out}");
+        assert_eq!(read(&frac), "7");
+        assert!(!journal.exists());
+    }
     for bad in [
         &["--fractions", "3"][..],
         &["--workload", "nope"][..],

@@ -96,55 +96,94 @@ impl Workload {
 /// Largest UDP payload over IPv4.
 pub const UDP_PAYLOAD: usize = 65_507;
 
-fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
-    let e =
-        |what: &str, err: std::io::Error| Error::Unsupported(format!("UDP stream: {what}: {err}"));
-    let rx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
-    rx.set_read_timeout(Some(Duration::from_millis(50)))
-        .map_err(|x| e("timeout", x))?;
-    let addr = rx.local_addr().map_err(|x| e("local_addr", x))?;
-    let tx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
-    tx.connect(addr).map_err(|x| e("connect", x))?;
+/// Read timeout of the streams' receiving sockets: bounds how long a read can outlast the
+/// measured interval and how long draining waits for the sender to see the stop flag.
+const READ_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// A sender thread pinned to `sender` calls `send` with a `chunk`-byte buffer until told to
+/// stop, while this thread, pinned to `receiver`, calls `recv` for `secs` seconds; then it
+/// keeps reading until the sender has seen the stop flag, so the sender never stays blocked on
+/// a full socket. Returns the bytes read in the interval and its length in seconds. `recv`
+/// must time out (the sockets get [`READ_TIMEOUT`]).
+fn pinned_stream<S, R>(
+    label: &str,
+    sender: u32,
+    receiver: u32,
+    secs: f64,
+    chunk: usize,
+    mut send: S,
+    mut recv: R,
+) -> Result<(u64, f64)>
+where
+    S: FnMut(&[u8]) -> Result<()> + Send + 'static,
+    R: FnMut(&mut [u8]) -> std::io::Result<usize>,
+{
     let start = Arc::new(Barrier::new(2));
     let stop = Arc::new(AtomicBool::new(false));
     let (s2, st2) = (Arc::clone(&start), Arc::clone(&stop));
-    let send = std::thread::spawn(move || -> Result<u64> {
+    let tx = std::thread::spawn(move || -> Result<()> {
         let pinned = pin_current_thread(sender);
         s2.wait();
         pinned?;
-        let buf = vec![0x5au8; UDP_PAYLOAD];
-        let mut sent = 0u64;
+        let buf = vec![0x5au8; chunk];
         while !st2.load(Ordering::Relaxed) {
-            // ENOBUFS/ECONNREFUSED are transient on loopback: keep sending.
-            if tx.send(&buf).is_ok() {
-                sent += 1;
-            }
+            send(&buf)?;
         }
-        Ok(sent)
+        Ok(())
     });
     let saved = super::latency::allowed_cpus();
     let pinned = pin_current_thread(receiver);
     start.wait();
-    let mut buf = vec![0u8; UDP_PAYLOAD + 1];
+    let mut buf = vec![0u8; chunk + 1];
     let mut bytes = 0u64;
     let t0 = Instant::now();
     let dur = Duration::from_secs_f64(secs);
     if pinned.is_ok() {
         while t0.elapsed() < dur {
-            if let Ok(n) = rx.recv(&mut buf) {
+            if let Ok(n) = recv(&mut buf) {
                 bytes += n as u64;
             }
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
+    while !tx.is_finished() {
+        let _ = recv(&mut buf);
+    }
     set_allowed_cpus(&saved);
-    let sent = send
+    let sent = tx
         .join()
-        .map_err(|_| Error::Unsupported("UDP sender panicked".into()))?;
+        .map_err(|_| Error::Unsupported(format!("{label}: the sender panicked")))?;
     pinned?;
     sent?;
-    Ok(bytes as f64 * 8.0 / elapsed / 1e6)
+    Ok((bytes, elapsed))
+}
+
+/// A UDP stream over loopback for `secs` seconds: Mbit/s received.
+fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
+    let e =
+        |what: &str, err: std::io::Error| Error::Unsupported(format!("UDP stream: {what}: {err}"));
+    let rx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
+    rx.set_read_timeout(Some(READ_TIMEOUT))
+        .map_err(|x| e("timeout", x))?;
+    let addr = rx.local_addr().map_err(|x| e("local_addr", x))?;
+    let tx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
+    tx.connect(addr).map_err(|x| e("connect", x))?;
+    // ENOBUFS/ECONNREFUSED are transient on loopback: the sender keeps sending.
+    let send = move |buf: &[u8]| {
+        let _ = tx.send(buf);
+        Ok(())
+    };
+    let (bytes, secs) = pinned_stream(
+        "UDP stream",
+        sender,
+        receiver,
+        secs,
+        UDP_PAYLOAD,
+        send,
+        |b| rx.recv(b),
+    )?;
+    Ok(bytes as f64 * 8.0 / secs / 1e6)
 }
 
 /// lmbench bw_unix's transfer size: 64 KiB per write and read (`XFERSIZE`, src/bw_unix.c).
@@ -158,54 +197,19 @@ fn af_unix_stream(writer: u32, reader: u32, secs: f64) -> Result<f64> {
         Error::Unsupported(format!("AF_UNIX stream: {what}: {err}"))
     };
     let (mut tx, mut rx) = UnixStream::pair().map_err(|x| e("socketpair", x))?;
-    rx.set_read_timeout(Some(Duration::from_millis(50)))
+    rx.set_read_timeout(Some(READ_TIMEOUT))
         .map_err(|x| e("timeout", x))?;
-    let start = Arc::new(Barrier::new(2));
-    let stop = Arc::new(AtomicBool::new(false));
-    let (s2, st2) = (Arc::clone(&start), Arc::clone(&stop));
-    let write = std::thread::spawn(move || -> Result<u64> {
-        let pinned = pin_current_thread(writer);
-        s2.wait();
-        pinned?;
-        let buf = vec![0x5au8; AF_UNIX_CHUNK];
-        let mut sent = 0u64;
-        while !st2.load(Ordering::Relaxed) {
-            match tx.write(&buf) {
-                Ok(n) => sent += n as u64,
-                Err(err) => return Err(e("write", err)),
-            }
-        }
-        Ok(sent)
-    });
-    let saved = super::latency::allowed_cpus();
-    let pinned = pin_current_thread(reader);
-    start.wait();
-    let mut buf = vec![0u8; AF_UNIX_CHUNK];
-    let mut bytes = 0u64;
-    let t0 = Instant::now();
-    let dur = Duration::from_secs_f64(secs);
-    if pinned.is_ok() {
-        while t0.elapsed() < dur {
-            if let Ok(n) = rx.read(&mut buf) {
-                bytes += n as u64;
-            }
-        }
-    }
-    let elapsed = t0.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    // Drain what the writer still sends until it sees the stop flag, so it never blocks on a
-    // full socket buffer.
-    let _ = rx.set_read_timeout(Some(Duration::from_millis(10)));
-    while !write.is_finished() {
-        let _ = rx.read(&mut buf);
-    }
-    set_allowed_cpus(&saved);
-    let sent = write
-        .join()
-        .map_err(|_| Error::Unsupported("AF_UNIX writer panicked".into()))?;
-    pinned?;
-    sent?;
-    Ok(bytes as f64 / elapsed / 1e6)
+    let send = move |buf: &[u8]| tx.write_all(buf).map_err(|x| e("write", x));
+    let (bytes, secs) = pinned_stream(
+        "AF_UNIX stream",
+        writer,
+        reader,
+        secs,
+        AF_UNIX_CHUNK,
+        send,
+        |b| rx.read(&mut b[..AF_UNIX_CHUNK]),
+    )?;
+    Ok(bytes as f64 / secs / 1e6)
 }
 
 fn page_fault(tasks: u32, ncpus: u32, secs: f64) -> Result<f64> {
