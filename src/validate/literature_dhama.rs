@@ -41,12 +41,7 @@ fn v(major: u32, minor: u32) -> KernelVersion {
 
 /// Predicted (throughput pages/s, ns per page, free_high events/s, zone->lock queue slowdown
 /// of a pair over a lone pair, lock utilisation) of `workload`.
-fn predict(
-    workload: &str,
-    machine: &Machine,
-    s: Setting,
-    pure_consumer: bool,
-) -> Result<(f64, f64, f64, f64, f64)> {
+fn predict(workload: &str, machine: &Machine, s: Setting) -> Result<(f64, f64, f64, f64, f64)> {
     let reg = Registry::builtin();
     let w = reg.resolve(workload)?;
     let mut k = Knobs {
@@ -58,13 +53,6 @@ fn predict(
     if workload == "iperf3-tcp" {
         k.tasks = Some(PAIRS);
         k.nodes = Some("all".into());
-    }
-    if pure_consumer {
-        // derived: consumer_allocs_per_free = 0, the run of frees never ends.
-        k = k.with_extra(
-            "free_run_pages",
-            crate::workload::kinds::producer_consumer::PURE_CONSUMER_RUN_PAGES,
-        );
     }
     let p = w.predict(machine, &k)?;
     let events = p.output("free_high_events_per_s").unwrap_or(0.0);
@@ -115,7 +103,6 @@ pub fn dhama_sweep() -> Result<TableValidation> {
             kernel: v(6, 6),
             threshold: None,
         },
-        false,
     )?;
     let table = csv_rows(SWEEP)?;
     let mut measured: Vec<(Option<u32>, f64, f64)> = Vec::new();
@@ -152,7 +139,6 @@ pub fn dhama_sweep() -> Result<TableValidation> {
             kernel: v(6, 12),
             threshold: Some(batch),
         },
-        false,
     )?;
     let t = "literature-dhama-sweep";
     let mut rows = Vec::new();
@@ -168,7 +154,6 @@ pub fn dhama_sweep() -> Result<TableValidation> {
                     kernel: v(6, 12),
                     threshold: Some(batch * k),
                 },
-                false,
             )?
         };
         rows.push(ratio_row(
@@ -258,10 +243,12 @@ pub fn dhama_multi() -> Result<TableValidation> {
     let t = "literature-dhama-multi";
     let mut rows = Vec::new();
     let table = csv_rows(MULTI)?;
-    for (bench, workload, pure, lower_better) in [
-        ("iperf3", "iperf3-tcp", false, false),
-        ("lmbench3 AF_UNIX", "lmbench-af-unix", true, false),
-        ("kbuild", "kbuild", false, true),
+    // lmbench's file is a pure consumer (consumer_allocs_per_free = 0): the kind itself
+    // takes its run of frees as never ending (producer_consumer::PURE_CONSUMER_RUN_PAGES).
+    for (bench, workload, lower_better) in [
+        ("iperf3", "iperf3-tcp", false),
+        ("lmbench3 AF_UNIX", "lmbench-af-unix", false),
+        ("kbuild", "kbuild", true),
     ] {
         let base_row = table.iter().find(|r| {
             r.get("benchmark").map(String::as_str) == Some(bench)
@@ -284,7 +271,7 @@ pub fn dhama_multi() -> Result<TableValidation> {
             },
             ..s
         };
-        let p0 = predict(workload, &machine, usable(s0), pure)?;
+        let p0 = predict(workload, &machine, usable(s0))?;
         for r in table
             .iter()
             .filter(|r| r.get("benchmark").map(String::as_str) == Some(bench))
@@ -293,7 +280,7 @@ pub fn dhama_multi() -> Result<TableValidation> {
             let Some(s) = setting_of(&label).filter(|s| s.kernel != v(6, 6)) else {
                 continue;
             };
-            let p = predict(workload, &machine, usable(s), pure)?;
+            let p = predict(workload, &machine, usable(s))?;
             let m = num(r, "score_rel_v6.6_base100", MULTI)? / m_base;
             let pr = if lower_better { p.1 / p0.1 } else { p.0 / p0.0 };
             let how = match workload {

@@ -169,6 +169,8 @@ pub struct PairsModel {
     pub running: u32,
     /// Pairs sharing one LLC domain.
     pub sharers: u32,
+    /// The nodes the pairs run on (`--nodes`, else the file's).
+    pub nodes: NodeSpan,
 }
 
 /// Builds the pairs' model for workload `w` on `machine` with knobs `k`: the order,
@@ -225,15 +227,8 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         pairs,
         running,
         sharers: setup.sharers,
+        nodes,
     })
-}
-
-/// The nodes the pairs run on (`--nodes`, else the file's).
-fn pairs_nodes(w: &WorkloadSpec, k: &Knobs) -> Result<NodeSpan> {
-    match &k.nodes {
-        Some(s) => NodeSpan::parse(s, "--nodes"),
-        None => w.nodes(),
-    }
 }
 
 /// zone->lock queueing of `running` pairs spread over `nodes` ([`crate::model::pairqueue`]):
@@ -333,6 +328,7 @@ impl Kind for ProducerConsumer {
             pairs,
             running,
             sharers,
+            nodes,
         } = pairs_model(w, machine, k)?;
         let (model, wp, kernel, placement) =
             (&reuse.model, &reuse.params, reuse.kernel, reuse.placement);
@@ -357,7 +353,7 @@ impl Kind for ProducerConsumer {
             model.flow.order as u8,
             &e,
             running,
-            pairs_nodes(w, k)?,
+            nodes,
         )?;
         let slow = q.slowdown;
         // 95 % interval from the same uncertainty optimal-high samples: the fitted (or
