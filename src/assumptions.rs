@@ -119,6 +119,15 @@ pub fn all() -> Vec<Assumption> {
             chosen_while_seeing: "Halbuer 2023 (data/literature): the code-composed hold, with its streamed struct pages, was built after the parametrised hold missed Halbuer's growth (issue 11), so those rows are not held out; the value itself comes from the stated source, not from the table",
         },
         Assumption {
+            name: "hold::FREE_REMOTE_LINES",
+            value: hold::FREE_REMOTE_LINES,
+            unit: "cache lines per block freed",
+            provenance: "derived from the code (__free_one_page() of 4.x-6.x mm/page_alloc.c): the buddy check, buddy_merge_likely()'s order+1 check and the free list neighbour linked to; merges of bulk frees trade the buddy check for two list neighbours (crate::model::hold docs). Where each line was last written is the caller's line mixture (assumed)",
+            rel_spread: 0.33,
+            used_by: &["literature"],
+            chosen_while_seeing: "issue 13 item 2 (the free side of the code-composed hold), built at stop 20 after a sensitivity run of the old FREE_MERGE_LINES on Huang's and Dhama's rows (lmbench base contention 18 % -> 24 % with 2 -> 6 lines; no row count moved by more than one); the count is read from the code, not from any table",
+        },
+        Assumption {
             name: "zonelock::ALLOC_WORK_SHARE",
             value: zonelock::ALLOC_WORK_SHARE,
             unit: "fraction",
@@ -294,7 +303,7 @@ pub fn is_movable(name: &str) -> bool {
     MOVABLE.contains(&name)
 }
 
-const MOVABLE: [&str; 21] = [
+const MOVABLE: [&str; 22] = [
     "fastpath::IRQ_SAVE_RESTORE_CYCLES",
     "fastpath::LOCKED_RMW_CYCLES",
     "zonelock::PROBE_NS",
@@ -302,6 +311,7 @@ const MOVABLE: [&str; 21] = [
     "hold::CHECK_CYCLES",
     "hold::STREAM_MLP",
     "hold::TRAIN_MISSES",
+    "hold::FREE_REMOTE_LINES",
     "zonelock::HANDOVER_LINES",
     "zonelock::CPU_CYCLES_PER_PAGE",
     "zonelock::ALLOC_WORK_SHARE",

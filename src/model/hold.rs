@@ -44,6 +44,36 @@
 //!   and only with `check_pages_enabled` (CONFIG_DEBUG_VM or debug options) from 6.4
 //!   ("mm, page_alloc: reduce page alloc/free sanity checks").
 //!
+//! # The drain (`free_pcppages_bulk()`, the free side)
+//! ```text
+//! free_pcppages_bulk(zone, count, pcp, pindex)            (4.18-6.x, mm/page_alloc.c)
+//!   [4.18-5.17: pick the pages and prefetch_buddy() the first pcp->batch, before the lock]
+//!   spin_lock_irqsave(&zone->lock)                         call: as a refill's
+//!   for each block taken from the PCP list:
+//!     __free_one_page(page, pfn, zone, order, mt)
+//!       find_buddy_page_pfn(): page_is_buddy(buddy)        buddy's struct page: 1 line
+//!       while the buddy is free: del_page_from_free_list(buddy), order++   (merges)
+//!       set_buddy_order(page)                              the block's own struct page
+//!       buddy_merge_likely(): the order+1 buddy's struct page   1 line
+//!       add_to_free_list[_tail](): the list's old first (last) entry's struct page   1 line
+//!   spin_unlock_irqrestore(&zone->lock)
+//! ```
+//! Per block: [`crate::model::zonelock::CPU_CYCLES_PER_PAGE`] of CPU work, the block's own
+//! struct page (this CPU freed it onto its list just before: an L2 hit) and
+//! [`FREE_REMOTE_LINES`] struct-page lines last written by whichever CPU touched those pages
+//! (the caller's line mixture). A drain's fixed part is the call and the hand-over of the zone's
+//! lines; it has no struct-page stream to restart. The count of remote lines is the same whether
+//! the blocks merge or not: pages freed in bulk in the order they were allocated (an munmap)
+//! merge about once per page, but each merge's buddy is one of this CPU's own just-freed
+//! struct pages and the merge's `list_del` replaces the buddy check's remote line by the
+//! buddy's two list neighbours; circulating blocks (network buffers) rarely find their buddy
+//! free (it is in flight) and pay the three lines above. Both come to three remote lines per
+//! block within L2 hits. From 4.18 to 5.17 `prefetch_buddy()` fetched the buddy's line before
+//! the lock for the first `pcp->batch` pages ("mm/free_pcppages_bulk: prefetch buddy while not
+//! holding lock", Aaron Lu, 4.18; removed by Mel Gorman's "mm/page_alloc: do not prefetch
+//! buddies during bulk free", 5.18; our reading of the merge windows): the buddy check is then
+//! an L2 hit under the lock ([`buddy_prefetched`]).
+//!
 //! Every constant here is an instruction-count or microarchitecture estimate with its
 //! provenance in [`crate::assumptions`]; none is fitted.
 //!
@@ -93,6 +123,21 @@ pub const STREAM_MLP: f64 = 16.0;
 /// Misses at full DRAM latency before the L2 streamer runs ahead of a new ascending stream
 /// (it triggers on the second miss in a page; Intel optimization manual). Assumed.
 pub const TRAIN_MISSES: f64 = 2.0;
+
+/// Struct-page lines last written by other CPUs that `__free_one_page()` touches per block
+/// freed: the buddy check (`page_is_buddy()`), `buddy_merge_likely()`'s check of the order+1
+/// buddy, and the free list's old first (or last) entry that `list_add` links to (module docs:
+/// merges of pages freed in bulk trade the first for two list neighbours and read their buddies
+/// from this CPU's own lines). Counted from the code (4.x-6.x `mm/page_alloc.c`); where each
+/// line was last written is the caller's line mixture.
+pub const FREE_REMOTE_LINES: f64 = 3.0;
+
+/// Whether `free_pcppages_bulk()` prefetches the buddies' struct pages before taking the lock:
+/// from 4.18 (Aaron Lu's "mm/free_pcppages_bulk: prefetch buddy while not holding lock") until
+/// 5.18 (Mel Gorman's "mm/page_alloc: do not prefetch buddies during bulk free").
+pub fn buddy_prefetched(kernel: KernelVersion) -> bool {
+    kernel >= KernelVersion::new(4, 18) && kernel < KernelVersion::new(5, 18)
+}
 
 /// Extra hand-off time of a ticket spinlock, ns, with `waiters` CPUs spinning on the lock line
 /// at a release: every waiter re-reads the line the releaser wrote, the reads are serviced one
@@ -212,6 +257,10 @@ pub struct CodeHold {
     pub handover_lines: f64,
     /// Stream restarts' misses per hand-over.
     pub train_misses: f64,
+    /// Remote struct-page lines per block a drain frees ([`FREE_REMOTE_LINES`]).
+    pub free_remote_lines: f64,
+    /// The buddy's line is prefetched before the lock ([`buddy_prefetched`]).
+    pub buddy_prefetched: bool,
 }
 
 impl CodeHold {
@@ -236,6 +285,8 @@ impl CodeHold {
                 crate::model::zonelock::HANDOVER_LINES,
             ),
             train_misses: value("hold::TRAIN_MISSES", TRAIN_MISSES),
+            free_remote_lines: value("hold::FREE_REMOTE_LINES", FREE_REMOTE_LINES),
+            buddy_prefetched: buddy_prefetched(kernel),
         }
     }
 
@@ -257,6 +308,28 @@ impl CodeHold {
     /// The fixed part of any hold (call and hand-over), ns: what a drain pays besides its pages.
     pub fn fixed_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
         self.cycles(self.call_cycles) + self.handover_ns(p_other, c2c_ns)
+    }
+
+    /// The fixed part of a drain, ns: the call and the zone lines' hand-over (no struct-page
+    /// stream to restart).
+    pub fn drain_fixed_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
+        self.cycles(self.call_cycles) + p_other * self.handover_lines * c2c_ns
+    }
+
+    /// One block freed to the buddy lists under the lock, ns: CPU work, the block's own line
+    /// (`own_line_ns`, an L2 hit) and the remote lines at `remote_line_ns` (the mixture of
+    /// where other CPUs left them); the buddy check is an L2 hit when prefetched before the lock.
+    pub fn drain_block_ns(&self, own_line_ns: f64, remote_line_ns: f64) -> f64 {
+        let remote = if self.buddy_prefetched {
+            (self.free_remote_lines - 1.0).max(0.0)
+        } else {
+            self.free_remote_lines
+        };
+        let prefetched = self.free_remote_lines - remote;
+        self.cycles(self.block_cycles)
+            + own_line_ns
+            + prefetched * self.l2_ns
+            + remote * remote_line_ns
     }
 
     /// One refill of `blocks` blocks of `order`; `head_line_ns` is the cost of a block's head
@@ -350,6 +423,25 @@ mod tests {
         // Linear in blocks: the per-block part doubles exactly, the call part does not.
         assert!((two.blocks_ns - 2.0 * one.blocks_ns).abs() < 1e-9);
         assert!(h.refill(63.0, 0, p_other(24), 47.5, None).handover_ns > 0.0);
+    }
+
+    /// A drain's block pays its own L2 line and three remote lines (one of them an L2 hit while
+    /// the kernel prefetched buddies before the lock); its fixed part has no stream restart.
+    #[test]
+    fn a_drained_block_pays_three_remote_lines() {
+        let m = Machine::builtin("xeon-gold-6252-2s").unwrap();
+        let h = CodeHold::new(&m, KernelVersion::new(6, 1), 2.0);
+        let b = h.drain_block_ns(4.0, 50.0);
+        assert!((b - (60.0 / 2.0 + 4.0 + 3.0 * 50.0)).abs() < 1e-9, "{b}");
+        let old = CodeHold::new(&m, KernelVersion::new(5, 4), 2.0);
+        let b_old = old.drain_block_ns(4.0, 50.0);
+        assert!((b_old - (30.0 + 4.0 + h.l2_ns + 2.0 * 50.0)).abs() < 1e-9);
+        assert!(!buddy_prefetched(KernelVersion::new(4, 17)));
+        assert!(!buddy_prefetched(KernelVersion::new(5, 18)));
+        // Fixed part: call + hand-over lines only.
+        let f = h.drain_fixed_ns(1.0, 40.0);
+        assert!((f - (60.0 / 2.0 + h.handover_lines * 40.0)).abs() < 1e-9);
+        assert!(f < h.fixed_ns(1.0, 40.0));
     }
 
     #[test]

@@ -332,8 +332,8 @@ pub struct ZoneLockModel {
     /// Cost of a line the freeing CPU itself wrote just before (L2 hit), ns.
     pub own_line_ns: f64,
     /// The hold composed from the code ([`crate::model::hold`]) in place of the fitted
-    /// `fixed_ns` and `lines_per_page` on the refill side and of `fixed_ns` on the drain side
-    /// (None: thread 000's parametrised hold).
+    /// `fixed_ns` and `lines_per_page` on both sides: refills by block, checked page and
+    /// stream, drains by block freed (None: thread 000's parametrised hold).
     pub code_hold: Option<crate::model::hold::CodeHold>,
     /// Extra time of every acquisition's hand-over when zone->lock is a ticket spinlock: the
     /// lock line reaches the next ticket holder after on average half of the waiters have

@@ -492,8 +492,8 @@ impl ZoneLockModel {
                     .iter()
                     .map(|&(pages, count)| (pages, count as f64))
                     .collect::<Vec<_>>(),
-                self.hold_fixed_ns(p, procs),
-                self.free_ns_per_page(p, sources),
+                self.drain_fixed_ns(p, procs),
+                self.free_ns_per_page(p, sources, order),
             )?;
             let think_free = match rule {
                 ThinkRule::BlocksMoved => {
@@ -586,17 +586,42 @@ impl ZoneLockModel {
             }
     }
 
-    /// Hold per page of a drain: the page's own line (L2, just freed by this CPU) and
-    /// [`super::FREE_MERGE_LINES`] buddy lines from the refill mixture.
-    pub fn free_ns_per_page(&self, p: &ZoneLockParams, sources: &[LineSource]) -> f64 {
-        self.cpu_ns_per_page
-            + p.lines_per_page
-                * (self.own_line_ns
-                    + crate::assumptions::value("zonelock::FREE_MERGE_LINES", FREE_MERGE_LINES)
-                        * sources
-                            .iter()
-                            .map(|s| s.probability * s.line_ns)
-                            .sum::<f64>())
+    /// Hold per page of a drain of blocks of `order`: thread 000's page's own line (L2, just
+    /// freed by this CPU) and [`super::FREE_MERGE_LINES`] buddy lines from the refill mixture
+    /// per page, or the code-composed block ([`crate::model::hold::CodeHold::drain_block_ns`]:
+    /// its own line and [`crate::model::hold::FREE_REMOTE_LINES`] lines from the mixture, per
+    /// block, not per base page) spread over the block's pages.
+    pub fn free_ns_per_page(&self, p: &ZoneLockParams, sources: &[LineSource], order: u8) -> f64 {
+        let mix = sources
+            .iter()
+            .map(|s| s.probability * s.line_ns)
+            .sum::<f64>();
+        match &self.code_hold {
+            Some(c) => c.drain_block_ns(self.own_line_ns, mix) / f64::from(1u32 << order.min(20)),
+            None => {
+                self.cpu_ns_per_page
+                    + p.lines_per_page
+                        * (self.own_line_ns
+                            + crate::assumptions::value(
+                                "zonelock::FREE_MERGE_LINES",
+                                FREE_MERGE_LINES,
+                            ) * mix)
+            }
+        }
+    }
+
+    /// The fixed part of a drain among `procs` tasks, ns: `p.fixed_ns`, or the code-composed
+    /// call and hand-over of the zone's lines ([`crate::model::hold::CodeHold::drain_fixed_ns`]),
+    /// plus a ticket lock's hand-off growth.
+    pub fn drain_fixed_ns(&self, p: &ZoneLockParams, procs: u32) -> f64 {
+        self.handoff_extra_ns
+            + match &self.code_hold {
+                Some(c) => c.drain_fixed_ns(
+                    crate::model::hold::p_other(procs),
+                    self.handover_c2c_ns(procs),
+                ),
+                None => p.fixed_ns,
+            }
     }
 
     /// Predicts a loop from its batch dynamics: `share` of the work after allocations, `cold`

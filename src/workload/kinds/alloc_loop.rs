@@ -407,8 +407,8 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     let allocs = d.shape.allocs_per_iteration() as f64;
     let per_alloc = |holds: u64| holds as f64 / allocs;
     let (r, f) = (per_alloc(d.refills()), per_alloc(d.drains()));
-    let fixed = case.model.hold_fixed_ns(&case.params, z.procs);
-    let handover = (r + f) * fixed;
+    let handover = r * case.model.hold_fixed_ns(&case.params, z.procs)
+        + f * case.model.drain_fixed_ns(&case.params, z.procs);
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
     let work = case.params.work_ns_per_page;
@@ -448,8 +448,8 @@ fn hold_stat(z: &ZonePrediction, case: &LockCase, refill: bool) -> Stat {
             })
             .collect()
     } else {
-        let per_page = m.free_ns_per_page(&case.params, &z.line_sources);
-        let fixed = m.hold_fixed_ns(&case.params, z.procs);
+        let per_page = m.free_ns_per_page(&case.params, &z.line_sources, order);
+        let fixed = m.drain_fixed_ns(&case.params, z.procs);
         d.free
             .iter()
             .map(|&(p, c)| (fixed + f64::from(p) * per_page, c as f64))
