@@ -136,7 +136,8 @@ pub struct PcpKnobArgs {
     /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count).
     #[arg(long, visible_aliases = ["threads", "procs", "instances"])]
     pub tasks: Option<u32>,
-    /// NUMA nodes the tasks run on: 1 or all.
+    /// NUMA nodes the tasks run on: 1, all (spread evenly) or cores (one per core, node 0's
+    /// cores first: will-it-scale's placement).
     #[arg(long)]
     pub nodes: Option<String>,
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels that have it: 6.7 on).

@@ -60,15 +60,24 @@
 //! ```
 //! Per block: [`crate::model::zonelock::CPU_CYCLES_PER_PAGE`] of CPU work, the block's own
 //! struct page (this CPU freed it onto its list just before: an L2 hit) and
-//! [`FREE_REMOTE_LINES`] struct-page lines last written by whichever CPU touched those pages
-//! (the caller's line mixture). A drain's fixed part is the call and the hand-over of the zone's
-//! lines; it has no struct-page stream to restart. The count of remote lines is the same whether
-//! the blocks merge or not: pages freed in bulk in the order they were allocated (an munmap)
-//! merge about once per page, but each merge's buddy is one of this CPU's own just-freed
-//! struct pages and the merge's `list_del` replaces the buddy check's remote line by the
-//! buddy's two list neighbours; circulating blocks (network buffers) rarely find their buddy
-//! free (it is in flight) and pay the three lines above. Both come to three remote lines per
-//! block within L2 hits. From 4.18 to 5.17 `prefetch_buddy()` fetched the buddy's line before
+//! [`FREE_REMOTE_LINES`] other struct-page lines. A drain's fixed part is the call and the
+//! hand-over of the zone's lines; it has no struct-page stream to restart. Where the other lines
+//! were last written depends on how the pages flow ([`BlockPattern`]):
+//! - **scattered** (blocks circulating between CPUs: network buffers): a freed block rarely
+//!   finds its buddy free (it is in flight; a Monte Carlo of the buddy lists under lmbench's
+//!   flow, 8 pairs with refills of 7 order-3 blocks and about 6 in flight per pair, gives 0.13
+//!   merges per free), so each block pays the three lines, written by other CPUs (the caller's
+//!   line mixture); a refill takes blocks from scattered places on the free lists, each head
+//!   line wherever its freer left it;
+//! - **sequential** (a task frees, in the order it allocated them, the pages its refills gave
+//!   it: an munmap): the buddy and the order+1 buddy are the task's own pages, freed onto its
+//!   PCP list just before (L2 hits), and only the free list's neighbour was last written by
+//!   whichever CPU added to that list last (one line from the mixture per block). The pages
+//!   merge back into large blocks (about one merge per page, each unlinking a buddy this CPU
+//!   added a moment before), so refills split large blocks and read their struct pages in
+//!   ascending order: streamed, as for pages never freed.
+//!
+//! From 4.18 to 5.17 `prefetch_buddy()` fetched the buddy's line before
 //! the lock for the first `pcp->batch` pages ("mm/free_pcppages_bulk: prefetch buddy while not
 //! holding lock", Aaron Lu, 4.18; removed by Mel Gorman's "mm/page_alloc: do not prefetch
 //! buddies during bulk free", 5.18; our reading of the merge windows): the buddy check is then
@@ -131,6 +140,16 @@ pub const TRAIN_MISSES: f64 = 2.0;
 /// from this CPU's own lines). Counted from the code (4.x-6.x `mm/page_alloc.c`); where each
 /// line was last written is the caller's line mixture.
 pub const FREE_REMOTE_LINES: f64 = 3.0;
+
+/// How the blocks of a flow lie in memory and who touched their struct pages last (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockPattern {
+    /// Blocks circulating between CPUs: buddies rarely free, lines left by other CPUs.
+    Scattered,
+    /// Pages freed in bulk by the task that allocated them, in allocation order.
+    Sequential,
+}
 
 /// Whether `free_pcppages_bulk()` prefetches the buddies' struct pages before taking the lock:
 /// from 4.18 (Aaron Lu's "mm/free_pcppages_bulk: prefetch buddy while not holding lock") until
@@ -317,19 +336,25 @@ impl CodeHold {
     }
 
     /// One block freed to the buddy lists under the lock, ns: CPU work, the block's own line
-    /// (`own_line_ns`, an L2 hit) and the remote lines at `remote_line_ns` (the mixture of
-    /// where other CPUs left them); the buddy check is an L2 hit when prefetched before the lock.
-    pub fn drain_block_ns(&self, own_line_ns: f64, remote_line_ns: f64) -> f64 {
-        let remote = if self.buddy_prefetched {
-            (self.free_remote_lines - 1.0).max(0.0)
-        } else {
-            self.free_remote_lines
+    /// (`own_line_ns`, an L2 hit) and its [`FREE_REMOTE_LINES`] other lines: with `pattern`
+    /// scattered each at `remote_line_ns` (the mixture of where other CPUs left them; the buddy
+    /// check an L2 hit when prefetched before the lock), sequential only the free-list neighbour
+    /// at `remote_line_ns` and the buddies' lines L2 hits.
+    pub fn drain_block_ns(
+        &self,
+        own_line_ns: f64,
+        remote_line_ns: f64,
+        pattern: BlockPattern,
+    ) -> f64 {
+        let remote = match pattern {
+            BlockPattern::Sequential => self.free_remote_lines.min(1.0),
+            BlockPattern::Scattered if self.buddy_prefetched => {
+                (self.free_remote_lines - 1.0).max(0.0)
+            }
+            BlockPattern::Scattered => self.free_remote_lines,
         };
-        let prefetched = self.free_remote_lines - remote;
-        self.cycles(self.block_cycles)
-            + own_line_ns
-            + prefetched * self.l2_ns
-            + remote * remote_line_ns
+        let local = self.free_remote_lines - remote;
+        self.cycles(self.block_cycles) + own_line_ns + local * self.l2_ns + remote * remote_line_ns
     }
 
     /// One refill of `blocks` blocks of `order`; `head_line_ns` is the cost of a block's head
@@ -426,16 +451,20 @@ mod tests {
     }
 
     /// A drain's block pays its own L2 line and three remote lines (one of them an L2 hit while
-    /// the kernel prefetched buddies before the lock); its fixed part has no stream restart.
+    /// the kernel prefetched buddies before the lock), one when the frees are sequential; its
+    /// fixed part has no stream restart.
     #[test]
     fn a_drained_block_pays_three_remote_lines() {
         let m = Machine::builtin("xeon-gold-6252-2s").unwrap();
         let h = CodeHold::new(&m, KernelVersion::new(6, 1), 2.0);
-        let b = h.drain_block_ns(4.0, 50.0);
+        let b = h.drain_block_ns(4.0, 50.0, BlockPattern::Scattered);
         assert!((b - (60.0 / 2.0 + 4.0 + 3.0 * 50.0)).abs() < 1e-9, "{b}");
         let old = CodeHold::new(&m, KernelVersion::new(5, 4), 2.0);
-        let b_old = old.drain_block_ns(4.0, 50.0);
+        let b_old = old.drain_block_ns(4.0, 50.0, BlockPattern::Scattered);
         assert!((b_old - (30.0 + 4.0 + h.l2_ns + 2.0 * 50.0)).abs() < 1e-9);
+        // Sequential frees: only the free-list neighbour is remote.
+        let b_seq = h.drain_block_ns(4.0, 50.0, BlockPattern::Sequential);
+        assert!((b_seq - (30.0 + 4.0 + 2.0 * h.l2_ns + 50.0)).abs() < 1e-9);
         assert!(!buddy_prefetched(KernelVersion::new(4, 17)));
         assert!(!buddy_prefetched(KernelVersion::new(5, 18)));
         // Fixed part: call + hand-over lines only.

@@ -335,6 +335,10 @@ pub struct ZoneLockModel {
     /// `fixed_ns` and `lines_per_page` on both sides: refills by block, checked page and
     /// stream, drains by block freed (None: thread 000's parametrised hold).
     pub code_hold: Option<crate::model::hold::CodeHold>,
+    /// How the blocks of the flow lie and who touched them last, for the code-composed hold
+    /// ([`crate::model::hold::BlockPattern`]; scattered unless a kind knows its tasks free
+    /// their own pages in bulk).
+    pub block_pattern: crate::model::hold::BlockPattern,
     /// Extra time of every acquisition's hand-over when zone->lock is a ticket spinlock: the
     /// lock line reaches the next ticket holder after on average half of the waiters have
     /// re-read it ([`crate::model::hold::ticket_handoff`]); 0 for queued spinlocks.
@@ -509,6 +513,7 @@ impl ZoneLockModel {
             ) / ghz,
             own_line_ns: machine.latency_ns.l2_hit.value,
             code_hold: None,
+            block_pattern: crate::model::hold::BlockPattern::Scattered,
             handoff_extra_ns: 0.0,
         })
     }

@@ -576,7 +576,9 @@ impl ZoneLockModel {
                         order,
                         crate::model::hold::p_other(procs),
                         c2c_ns,
-                        (s.name != "cold").then_some(s.line_ns),
+                        (s.name != "cold"
+                            && self.block_pattern == crate::model::hold::BlockPattern::Scattered)
+                            .then_some(s.line_ns),
                     )
                     .total(),
                 None => {
@@ -597,7 +599,10 @@ impl ZoneLockModel {
             .map(|s| s.probability * s.line_ns)
             .sum::<f64>();
         match &self.code_hold {
-            Some(c) => c.drain_block_ns(self.own_line_ns, mix) / f64::from(1u32 << order.min(20)),
+            Some(c) => {
+                c.drain_block_ns(self.own_line_ns, mix, self.block_pattern)
+                    / f64::from(1u32 << order.min(20))
+            }
             None => {
                 self.cpu_ns_per_page
                     + p.lines_per_page

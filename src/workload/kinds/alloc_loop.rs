@@ -359,6 +359,11 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     if let Some(n) = fast_note {
         params_source = format!("{params_source}; {n}");
     }
+    if freeing != Freeing::Never && freeing != Freeing::Interleaved {
+        // Each task frees, in allocation order, the pages its own refills gave it (the
+        // kind's phases): sequential blocks (crate::model::hold::BlockPattern).
+        model.block_pattern = crate::model::hold::BlockPattern::Sequential;
+    }
     let share = w.param_or(
         "alloc_work_share",
         if freeing == Freeing::Never { 1.0 } else { 0.5 },
