@@ -337,13 +337,18 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             "kind alloc-loop needs work > 0 outside the allocator (the tasks' think time)",
         ));
     }
+    if freeing != Freeing::Never && freeing != Freeing::Interleaved {
+        // Each task frees, in allocation order, the pages its own refills gave it (the
+        // kind's phases): sequential blocks (crate::model::hold::BlockPattern).
+        model.block_pattern = crate::model::hold::BlockPattern::Sequential;
+    }
     let (params, mut params_source) = lock_params(w, machine, work)?;
     if w.thread.as_deref() != Some("000") {
         // Any other workload: the refill's hold is composed from the code at the machine's
         // latencies (crate::model::hold), at the clock the CPU work under the lock runs at.
         let hold = with_code_hold(&mut model);
         params_source = format!(
-            "refill hold composed from the code (call {} cycles, {} cycles per block, check_new_pages() {} at {} cycles per struct page, streamed struct-page lines {} ns, hand-over {} zone lines + {} stream restarts; crate::model::hold), drain hold's fixed part likewise; {params_source} (fixed_ns is not used)",
+            "refill hold composed from the code (call {} cycles, {} cycles per block, check_new_pages() {} at {} cycles per struct page, streamed struct-page lines {} ns, hand-over {} zone lines + {} stream restarts; crate::model::hold), drains per block freed (own line + {} other struct-page lines, {:?} blocks) with the call and zone-line hand-over; {params_source} (fixed_ns is not used)",
             hold.call_cycles,
             hold.block_cycles,
             hold.check.describe(),
@@ -351,6 +356,8 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             sig(hold.l2_ns.max(hold.stream_line_ns), 3),
             hold.handover_lines,
             hold.train_misses,
+            hold.free_remote_lines,
+            model.block_pattern,
         );
     }
     if let Some(c) = capped {
@@ -358,11 +365,6 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     }
     if let Some(n) = fast_note {
         params_source = format!("{params_source}; {n}");
-    }
-    if freeing != Freeing::Never && freeing != Freeing::Interleaved {
-        // Each task frees, in allocation order, the pages its own refills gave it (the
-        // kind's phases): sequential blocks (crate::model::hold::BlockPattern).
-        model.block_pattern = crate::model::hold::BlockPattern::Sequential;
     }
     let share = w.param_or(
         "alloc_work_share",
