@@ -283,3 +283,46 @@ fn ticket_lock_throughput_collapses_where_queued_flattens() {
     assert!(q[2] > 0.95 * q[0], "queued {q:?}");
     assert!(t[2] < 0.85 * q[2], "ticket {t:?} vs queued {q:?}");
 }
+
+/// The LRU lock in series with zone->lock (crate::model::lrulock): page_fault1's pages go on
+/// the LRU, so its tasks also queue there. One task pays exactly the composed holds (no wait);
+/// 16 tasks on one node wait for it too, and the loop is no faster with it than without it
+/// (`lru_pages = 0`): in a closed queueing network more time at one station never raises the
+/// throughput; it rises by less than the LRU hold, because the tasks then wait less for the
+/// saturated zone->lock.
+#[test]
+fn page_fault1_queues_on_the_lru_lock_too() {
+    let w = resolve("will-it-scale-page-fault1").unwrap();
+    let m = Machine::builtin("broadwell-2s").unwrap();
+    let case = |tasks: u32, lru: Option<f64>| {
+        let k = Knobs {
+            tasks: Some(tasks),
+            kernel: Some(KernelVersion::new(4, 15)),
+            extra: lru
+                .map(|v| vec![("lru_pages".to_string(), v)])
+                .unwrap_or_default(),
+            ..Knobs::default()
+        };
+        pcpmodel::workload::kinds::alloc_loop::lock_case(&w.spec, &m, &k).unwrap()
+    };
+    let one = case(1, None);
+    let pred = one.predict(false).unwrap();
+    let lru = pred.zones[0].lru.expect("page_fault1 goes on the LRU");
+    assert_eq!(lru.wait_ns_per_page, 0.0);
+    assert!(lru.hold_ns_per_page > 0.0);
+    let c16 = case(16, None);
+    let with = c16.predict(false).unwrap();
+    let without = case(16, Some(0.0)).predict(false).unwrap();
+    assert!(without.zones[0].lru.is_none());
+    let l16 = with.zones[0].lru.unwrap();
+    assert!(l16.wait_ns_per_page > 0.0 && l16.utilisation < 1.0 + 1e-9);
+    let t = |c: &pcpmodel::workload::kinds::alloc_loop::LockCase,
+             p: &pcpmodel::model::zonelock::Prediction| {
+        pcpmodel::workload::kinds::alloc_loop::mean_terms(c, p).ns_per_alloc
+    };
+    let (t_with, t_without) = (t(&c16, &with), t(&case(16, Some(0.0)), &without));
+    assert!(
+        t_with >= t_without && t_with <= t_without + l16.response_ns_per_page(),
+        "{t_with} vs {t_without}"
+    );
+}

@@ -39,6 +39,7 @@ pub mod highorder;
 pub mod hold;
 pub mod lines;
 pub mod lock;
+pub mod lrulock;
 pub mod memcg;
 pub mod netperf;
 pub mod numa_fold;

@@ -381,6 +381,9 @@ pub struct ZonePrediction {
     /// Refill latency distribution.
     #[serde(skip)]
     pub dist: Option<Dist>,
+    /// The LRU lock in series with this zone's lock ([`crate::model::lrulock`]; None: the
+    /// workload's pages do not go on the LRU, or thread 000's fitted model).
+    pub lru: Option<crate::model::lrulock::LruOutcome>,
 }
 
 /// The machine-level prediction.
@@ -401,6 +404,33 @@ pub struct Prediction {
 }
 
 impl Prediction {
+    /// The machine-level prediction from its zones' solutions.
+    pub fn from_zones(zones: Vec<ZonePrediction>, handoff_extra_ns: f64) -> Prediction {
+        let calls: f64 = zones.iter().map(|z| z.refill_per_s).sum();
+        let avg = if calls > 0.0 {
+            zones
+                .iter()
+                .map(|z| z.refill_per_s * z.refill_latency_ns)
+                .sum::<f64>()
+                / calls
+        } else {
+            f64::NAN
+        };
+        let pages: f64 = zones
+            .iter()
+            .map(|z| z.refill_per_s * z.dynamics.mean_refill_pages())
+            .sum();
+        let util = zones.iter().map(|z| z.lock_utilisation).fold(0.0, f64::max);
+        Prediction {
+            avg_ns: avg,
+            calls_per_s: calls,
+            pages_per_s: pages,
+            lock_utilisation: util,
+            handoff_extra_ns,
+            zones,
+        }
+    }
+
     /// Refill-throughput weights of the zones.
     fn weights(&self) -> Vec<f64> {
         let tot: f64 = self.zones.iter().map(|z| z.refill_per_s).sum();

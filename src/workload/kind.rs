@@ -29,6 +29,8 @@ pub enum Mechanism {
     NumaCounters,
     /// High-order pages on PCP lists.
     HighOrderPcp,
+    /// The LRU lock in series with zone->lock (pages put on and taken off the LRU).
+    LruLock,
 }
 
 impl Mechanism {
@@ -41,6 +43,7 @@ impl Mechanism {
             Mechanism::MemcgCharge => "memcg-charge",
             Mechanism::NumaCounters => "numa-counters",
             Mechanism::HighOrderPcp => "high-order-pcp",
+            Mechanism::LruLock => "lru-lock",
         }
     }
 }

@@ -662,6 +662,7 @@ impl ZoneLockModel {
                 free_wait_q_ns: [f64::NAN; 2],
                 exact: true,
                 dist: None,
+                lru: None,
             };
             if let Some(q) = q {
                 let sol = q.solve()?;
@@ -696,28 +697,6 @@ impl ZoneLockModel {
             }
             zones.push(z);
         }
-        let calls: f64 = zones.iter().map(|z| z.refill_per_s).sum();
-        let avg = if calls > 0.0 {
-            zones
-                .iter()
-                .map(|z| z.refill_per_s * z.refill_latency_ns)
-                .sum::<f64>()
-                / calls
-        } else {
-            f64::NAN
-        };
-        let pages: f64 = zones
-            .iter()
-            .map(|z| z.refill_per_s * z.dynamics.mean_refill_pages())
-            .sum();
-        let util = zones.iter().map(|z| z.lock_utilisation).fold(0.0, f64::max);
-        Ok(Prediction {
-            avg_ns: avg,
-            calls_per_s: calls,
-            pages_per_s: pages,
-            lock_utilisation: util,
-            handoff_extra_ns: self.handoff_extra_ns,
-            zones,
-        })
+        Ok(Prediction::from_zones(zones, self.handoff_extra_ns))
     }
 }

@@ -86,6 +86,10 @@ pub struct LockCase {
     pub over: PcpOverride,
     /// How the work is divided over the holds (thread 000's rule for its own workload).
     pub rule: ThinkRule,
+    /// Pages per allocation that go on the LRU and off it again (`params.lru_pages`): the LRU
+    /// lock is queued in series with zone->lock ([`crate::model::lrulock`]); 0 for none and for
+    /// thread 000's fitted model.
+    pub lru_pages: f64,
 }
 
 impl LockCase {
@@ -110,9 +114,7 @@ impl LockCase {
     pub fn predict(&self, distribution: bool) -> Result<Prediction> {
         use crate::model::hold::{ticket_handoff, SpinlockKind};
         let d = self.dynamics()?;
-        let solve = |m: &ZoneLockModel, dist: bool| {
-            m.predict_loop(&self.params, &d, self.share, self.cold, self.rule, dist)
-        };
+        let solve = |m: &ZoneLockModel, dist: bool| self.solve_zones(m, &d, dist);
         if SpinlockKind::of(&self.model.machine.cpu.vendor, self.model.kernel)
             == SpinlockKind::Queued
         {
@@ -151,6 +153,73 @@ impl LockCase {
         )))
     }
 
+    /// Solves every zone: zone->lock alone, or, with [`Self::lru_pages`], zone->lock and the
+    /// LRU lock in series, each lock's queue thinking for the task's time outside it (the work
+    /// and the other lock's hold and wait), iterated per zone to a fixed point.
+    fn solve_zones(
+        &self,
+        m: &ZoneLockModel,
+        d: &[(u32, u32, crate::model::zonelock::BatchDynamics)],
+        dist: bool,
+    ) -> Result<Prediction> {
+        use crate::model::lrulock::{self, LruHolds};
+        let code = match &m.code_hold {
+            Some(c) if self.lru_pages > 0.0 => c,
+            _ => return m.predict_loop(&self.params, d, self.share, self.cold, self.rule, dist),
+        };
+        let mut zones = Vec::new();
+        for z in d {
+            let one = std::slice::from_ref(z);
+            let procs = z.1;
+            let mix = crate::model::zonelock::generic::refill_sources(&m.machine, procs, false)
+                .iter()
+                .map(|s| s.probability * s.line_ns)
+                .sum::<f64>();
+            let holds = LruHolds::new(
+                code,
+                m.kernel,
+                crate::model::hold::p_other(procs),
+                m.handover_c2c_ns(procs),
+                m.own_line_ns,
+                mix,
+            );
+            let with_lru = |lru_ns: f64, dist: bool| {
+                let mut p = self.params;
+                p.work_ns_per_page += lru_ns;
+                m.predict_loop(&p, one, self.share, self.cold, self.rule, dist)
+            };
+            let mut lru_ns = 0.0;
+            let mut outcome = None;
+            for _ in 0..LRU_ITERATIONS {
+                let pr = with_lru(lru_ns, false)?;
+                let zp = &pr.zones[0];
+                let allocs = zp.dynamics.shape.allocs_per_iteration().max(1) as f64;
+                let zone_ns = (zp.dynamics.refills() as f64
+                    * (zp.refill_hold_ns + zp.refill_wait_ns)
+                    + zp.dynamics.drains() as f64 * (zp.free_hold_ns + zp.free_wait_ns))
+                    / allocs;
+                let out = lrulock::solve(
+                    &holds,
+                    procs,
+                    (self.params.work_ns_per_page + zone_ns) / self.lru_pages,
+                    self.share,
+                )?;
+                let next = self.lru_pages * out.response_ns_per_page();
+                let done = (next - lru_ns).abs() <= 1e-6 * next.max(1.0);
+                lru_ns = 0.5 * (lru_ns + next);
+                outcome = Some(out);
+                if done {
+                    break;
+                }
+            }
+            let mut pr = with_lru(lru_ns, dist)?;
+            let mut zp = pr.zones.remove(0);
+            zp.lru = outcome;
+            zones.push(zp);
+        }
+        Ok(Prediction::from_zones(zones, m.handoff_extra_ns))
+    }
+
     /// The same case with another CONFIG_PCP_BATCH_SCALE_MAX.
     pub fn with_scale_max(&self, s: u8) -> LockCase {
         LockCase {
@@ -169,6 +238,9 @@ impl LockCase {
             .then_some(DEFAULT_PCP_BATCH_SCALE_MAX))
     }
 }
+
+/// Iterations of the two locks' fixed point (damped by half; it settles in a few dozen).
+const LRU_ITERATIONS: usize = 200;
 
 /// Iterations allowed for a ticket lock's hand-off fixed point (it rises monotonically; a few
 /// dozen suffice away from the collapse point).
@@ -366,6 +438,19 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     if let Some(n) = fast_note {
         params_source = format!("{params_source}; {n}");
     }
+    let lru_pages = if w.thread.as_deref() == Some("000") {
+        0.0
+    } else {
+        match w.param("lru_pages").ok() {
+            Some(_) => super::param(
+                w,
+                k,
+                "lru_pages",
+                crate::bounds::Range::real("pages per allocation", 0.0, 1.0, "", "a share"),
+            )?,
+            None => 0.0,
+        }
+    };
     let share = w.param_or(
         "alloc_work_share",
         if freeing == Freeing::Never { 1.0 } else { 0.5 },
@@ -390,6 +475,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
         } else {
             ThinkRule::PerIteration
         },
+        lru_pages,
     })
 }
 
@@ -404,6 +490,10 @@ pub struct Terms {
     pub handover_ns: f64,
     /// Waiting for the lock.
     pub wait_ns: f64,
+    /// The LRU lock's hold (0 without it).
+    pub lru_hold_ns: f64,
+    /// Waiting for the LRU lock.
+    pub lru_wait_ns: f64,
     /// Time of one allocation of one task (the loop's cycle over its allocations).
     pub ns_per_alloc: f64,
 }
@@ -433,6 +523,8 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
         hold_pages_ns: (hold - handover).max(0.0),
         handover_ns: handover,
         wait_ns: wait,
+        lru_hold_ns: z.lru.map_or(0.0, |l| case.lru_pages * l.hold_ns_per_page),
+        lru_wait_ns: z.lru.map_or(0.0, |l| case.lru_pages * l.wait_ns_per_page),
         ns_per_alloc: ns,
     }
 }
@@ -562,6 +654,8 @@ pub fn mean_terms(case: &LockCase, pred: &Prediction) -> Terms {
         m.hold_pages_ns += w * t.hold_pages_ns;
         m.handover_ns += w * t.handover_ns;
         m.wait_ns += w * t.wait_ns;
+        m.lru_hold_ns += w * t.lru_hold_ns;
+        m.lru_wait_ns += w * t.lru_wait_ns;
         m.ns_per_alloc += w * t.ns_per_alloc;
     }
     m
@@ -576,8 +670,13 @@ pub fn terms_table(t: &Terms, title: String) -> Table {
         ("lock hold, per-page part", t.hold_pages_ns),
         ("lock hold, fixed part (hand-over)", t.handover_ns),
         ("wait for the lock", t.wait_ns),
+        ("LRU lock hold", t.lru_hold_ns),
+        ("wait for the LRU lock", t.lru_wait_ns),
         ("total (from the queue's throughput)", t.ns_per_alloc),
     ] {
+        if name.contains("LRU") && v == 0.0 {
+            continue;
+        }
         tab.push([
             name.to_string(),
             sig(v, 4),
@@ -595,7 +694,11 @@ impl Kind for AllocLoop {
         "N tasks allocating (and freeing, or not) pages of one order through the PCP lists; refills and drains on zone->lock"
     }
     fn mechanisms(&self) -> &'static [Mechanism] {
-        &[Mechanism::PcpDynamics, Mechanism::ZoneLock]
+        &[
+            Mechanism::PcpDynamics,
+            Mechanism::ZoneLock,
+            Mechanism::LruLock,
+        ]
     }
     fn knobs(&self) -> &'static [&'static str] {
         &[
