@@ -32,6 +32,7 @@
 //!   handlers add to the waits and holds it reports (thread 003).
 
 pub mod autotune;
+pub mod buddy;
 pub mod cache;
 pub mod fastpath;
 pub mod freehigh;
