@@ -423,3 +423,44 @@ fn validate_workload_without_a_thread_asks_for_data() {
             "page-fault1-64k (alias page-fault1)",
         ));
 }
+
+/// A kind's own check of a workload file (here alloc-loop's `params.lru_pages` and
+/// `params.alloc_work_share`, shares in 0..=1) names the file, the line and the field, and
+/// exits 2, like the checks of the generic schema.
+#[test]
+fn a_kinds_check_names_the_line_of_the_bad_param() {
+    let src = include_str!("../models/workloads/will-it-scale-page-fault1.toml");
+    let dir = tempfile::tempdir().unwrap();
+    for (key, bad) in [("lru_pages", "2"), ("alloc_work_share", "1.5")] {
+        let lines: Vec<String> = src
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key} = {{ value = ")) {
+                    let rest = l.split_once(',').unwrap().1;
+                    format!("{key} = {{ value = {bad},{rest}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        let line = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{key} =")))
+            .unwrap()
+            + 1;
+        let file = dir.path().join(format!("bad-{key}.toml"));
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        let out = pcpmodel()
+            .args(["predict", "--workload", file.to_str().unwrap()])
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8_lossy(&out);
+        assert!(
+            err.contains(&format!(":{line}: params.{key}")),
+            "{key}: {err}"
+        );
+    }
+}

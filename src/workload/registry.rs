@@ -177,7 +177,9 @@ impl Registry {
             Error::parse(label, line, "kind", e.to_string())
         })?;
         kind.check(&spec).map_err(|e| match e {
-            Error::Invalid { field, message, .. } => Error::invalid(label, field, message),
+            Error::Invalid { field, message, .. } => {
+                crate::hw::machine::locate_invalid(Error::invalid(label, field, message), text)
+            }
             other => other,
         })?;
         Ok(Workload { spec, kind, origin })

@@ -724,6 +724,14 @@ impl Kind for AllocLoop {
                 format!("{share} is not a fraction in 0..=1"),
             ));
         }
+        let lru = w.param_or("lru_pages", 0.0);
+        if !(0.0..=1.0).contains(&lru) {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "params.lru_pages",
+                format!("{lru} is not a share of the pages in 0..=1"),
+            ));
+        }
         if matches!(w.op.freed_by.value, FreedBy::Partner | FreedBy::RemoteNode) {
             return Err(Error::invalid(
                 format!("workload {}", w.name),
