@@ -326,3 +326,32 @@ fn page_fault1_queues_on_the_lru_lock_too() {
         "{t_with} vs {t_without}"
     );
 }
+
+/// With a pcp->high that holds the whole region, page_fault1 takes no zone->lock at all, and the
+/// time per page is its work plus the LRU lock's hold (one task: no wait), not the work alone.
+#[test]
+fn a_loop_without_zone_traffic_still_pays_the_lru_lock() {
+    let w = resolve("will-it-scale-page-fault1").unwrap();
+    let m = Machine::builtin("broadwell-2s").unwrap();
+    let k = Knobs {
+        tasks: Some(1),
+        kernel: Some(KernelVersion::new(4, 15)),
+        high: Some(100_000),
+        batch: Some(63),
+        ..Knobs::default()
+    };
+    let case = pcpmodel::workload::kinds::alloc_loop::lock_case(&w.spec, &m, &k).unwrap();
+    let pred = case.predict(false).unwrap();
+    let z = &pred.zones[0];
+    assert_eq!(
+        z.dynamics.refills() + z.dynamics.drains(),
+        0,
+        "{:?}",
+        z.dynamics
+    );
+    let lru = z.lru.unwrap();
+    let t = pcpmodel::workload::kinds::alloc_loop::mean_terms(&case, &pred);
+    let expect = case.params.work_ns_per_page + lru.hold_ns_per_page;
+    assert!((t.ns_per_alloc - expect).abs() < 1e-9 * expect, "{t:?}");
+    assert!(lru.hold_ns_per_page > 0.0 && lru.wait_ns_per_page == 0.0);
+}

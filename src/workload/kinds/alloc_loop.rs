@@ -509,6 +509,8 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
     let work = case.params.work_ns_per_page;
+    let lru_hold = z.lru.map_or(0.0, |l| case.lru_pages * l.hold_ns_per_page);
+    let lru_wait = z.lru.map_or(0.0, |l| case.lru_pages * l.wait_ns_per_page);
     // The loop's cycle from the queue's throughput (per task), over its allocations.
     let procs = f64::from(z.procs.max(1));
     let ns = if z.refill_per_s > 0.0 && d.refills() > 0 {
@@ -516,15 +518,16 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     } else if z.free_per_s > 0.0 && d.drains() > 0 {
         1e9 / (z.free_per_s / procs / f)
     } else {
-        work
+        // No zone->lock traffic: the loop is its work and the LRU lock's hold and wait.
+        work + lru_hold + lru_wait
     };
     Terms {
         work_ns: work,
         hold_pages_ns: (hold - handover).max(0.0),
         handover_ns: handover,
         wait_ns: wait,
-        lru_hold_ns: z.lru.map_or(0.0, |l| case.lru_pages * l.hold_ns_per_page),
-        lru_wait_ns: z.lru.map_or(0.0, |l| case.lru_pages * l.wait_ns_per_page),
+        lru_hold_ns: lru_hold,
+        lru_wait_ns: lru_wait,
         ns_per_alloc: ns,
     }
 }
