@@ -3,13 +3,33 @@
 //! report has its structure and its machine file loads. No timing is checked.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pcpmodel");
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap().trim().to_string()
+}
+
+/// `pcpmodel measure pcp` with `args` against the fake sysctl file `frac` and `journal`;
+/// asserts that it exited 0 and returns its output.
+fn measure_pcp_ok(args: &[&str], frac: &Path, journal: &Path) -> Output {
+    let st = Command::new(BIN)
+        .args(["measure", "pcp"])
+        .args(args)
+        .arg("--sysctl-path")
+        .arg(frac)
+        .arg("--journal")
+        .arg(journal)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    st
 }
 
 /// A sweep of the page-fault loop against `frac`, long enough to be interrupted.
@@ -57,34 +77,22 @@ fn normal_exit_restores_and_writes_the_fit_csv() {
         dir.path().join("sweep.csv"),
     );
     std::fs::write(&frac, "7\n").unwrap();
-    let st = Command::new(BIN)
-        .args([
-            "measure",
-            "pcp",
+    measure_pcp_ok(
+        &[
             "--workload",
             "netperf-udp",
             "--repeats",
             "3",
-        ])
-        .args([
             "--fractions",
             "0,8,64,512,4096",
             "--seconds",
             "0.05",
             "--no-progress",
-        ])
-        .arg("--sysctl-path")
-        .arg(&frac)
-        .arg("--journal")
-        .arg(&journal)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &frac,
+        &journal,
     );
     assert_eq!(read(&frac), "7");
     assert!(!journal.exists());
@@ -156,25 +164,10 @@ fn dry_run_changes_nothing_and_bad_flags_exit_2() {
     std::fs::write(&frac, "7\n").unwrap();
     // Both streams (UDP, and AF_UNIX as lmbench's bw_unix) plan on a sender/receiver pair.
     for workload in ["netperf-udp", "af-unix"] {
-        let st = Command::new(BIN)
-            .args([
-                "measure",
-                "pcp",
-                "--workload",
-                workload,
-                "--dry-run",
-                "--quick",
-            ])
-            .arg("--sysctl-path")
-            .arg(&frac)
-            .arg("--journal")
-            .arg(&journal)
-            .output()
-            .unwrap();
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
+        let st = measure_pcp_ok(
+            &["--workload", workload, "--dry-run", "--quick"],
+            &frac,
+            &journal,
         );
         let out = String::from_utf8_lossy(&st.stdout);
         assert!(out.contains("Plan:") && out.contains(workload), "{out}");

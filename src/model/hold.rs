@@ -142,6 +142,17 @@ pub const TRAIN_MISSES: f64 = 2.0;
 /// line was last written is the caller's line mixture.
 pub const FREE_REMOTE_LINES: f64 = 3.0;
 
+/// Which side of the PCP takes zone->lock: a refill (`rmqueue_bulk()`) or a drain
+/// (`free_pcppages_bulk()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldSide {
+    /// `rmqueue_bulk()`: its struct-page stream restarts after a hand-over.
+    Refill,
+    /// `free_pcppages_bulk()`: no stream.
+    Drain,
+}
+
 /// How the blocks of a flow lie in memory and who touched their struct pages last (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -319,21 +330,21 @@ impl CodeHold {
         c / self.clock_ghz
     }
 
-    /// Expected hand-over cost of one hold, ns: with probability `p_other` the previous holder
-    /// was another CPU at mean core-to-core latency `c2c_ns`.
-    pub fn handover_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
-        p_other * (self.handover_lines * c2c_ns + self.train_misses * self.dram_ns)
+    /// Expected hand-over cost of one hold on `side`, ns: with probability `p_other` the
+    /// previous holder was another CPU at mean core-to-core latency `c2c_ns`; its zone lines
+    /// move, and a refill's struct-page stream restarts (a drain has none).
+    pub fn handover_ns(&self, side: HoldSide, p_other: f64, c2c_ns: f64) -> f64 {
+        let restart = match side {
+            HoldSide::Refill => self.train_misses * self.dram_ns,
+            HoldSide::Drain => 0.0,
+        };
+        p_other * (self.handover_lines * c2c_ns + restart)
     }
 
-    /// The fixed part of any hold (call and hand-over), ns: what a drain pays besides its pages.
-    pub fn fixed_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
-        self.cycles(self.call_cycles) + self.handover_ns(p_other, c2c_ns)
-    }
-
-    /// The fixed part of a drain, ns: the call and the zone lines' hand-over (no struct-page
-    /// stream to restart).
-    pub fn drain_fixed_ns(&self, p_other: f64, c2c_ns: f64) -> f64 {
-        self.cycles(self.call_cycles) + p_other * self.handover_lines * c2c_ns
+    /// The fixed part of a hold on `side` (call and hand-over), ns: what it pays besides its
+    /// blocks.
+    pub fn fixed_ns(&self, side: HoldSide, p_other: f64, c2c_ns: f64) -> f64 {
+        self.cycles(self.call_cycles) + self.handover_ns(side, p_other, c2c_ns)
     }
 
     /// One block freed to the buddy lists under the lock, ns: CPU work, the block's own line
@@ -377,7 +388,7 @@ impl CodeHold {
             + tail * self.cycles(self.check_cycles).max(self.stream_line_ns);
         HoldParts {
             call_ns: self.cycles(self.call_cycles),
-            handover_ns: self.handover_ns(p_other, c2c_ns),
+            handover_ns: self.handover_ns(HoldSide::Refill, p_other, c2c_ns),
             blocks_ns: blocks * per_block,
             check_ns: if self.check == RefillCheck::UnderLock {
                 blocks * check_block
@@ -469,9 +480,9 @@ mod tests {
         assert!(!buddy_prefetched(KernelVersion::new(4, 17)));
         assert!(!buddy_prefetched(KernelVersion::new(5, 18)));
         // Fixed part: call + hand-over lines only.
-        let f = h.drain_fixed_ns(1.0, 40.0);
+        let f = h.fixed_ns(HoldSide::Drain, 1.0, 40.0);
         assert!((f - (60.0 / 2.0 + h.handover_lines * 40.0)).abs() < 1e-9);
-        assert!(f < h.fixed_ns(1.0, 40.0));
+        assert!(f < h.fixed_ns(HoldSide::Refill, 1.0, 40.0));
     }
 
     #[test]

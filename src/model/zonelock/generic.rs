@@ -33,7 +33,8 @@
 //!
 //! **Per allocation of one task:** `ns_per_alloc = 1 / (X_refill / N · A / refills)` per zone
 //! (the lock queue's throughput of the refill class, per task, times allocations per refill);
-//! with no hold on either side, `ns_per_alloc = w`. The terms reported: `w`, the holds' page
+//! with no hold on either side, `ns_per_alloc = w` (plus the LRU lock's hold and wait where the
+//! kind queues it, `crate::workload::kinds::alloc_loop`). The terms reported: `w`, the holds' page
 //! part and fixed part (hand-over) and the waits, each per allocation.
 
 use serde::Serialize;
@@ -48,6 +49,7 @@ use crate::kernel::config::KernelConfig;
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::ops::PcpState;
 use crate::kernel::pageset::{PcpHigh, PcpLimits};
+use crate::model::hold::HoldSide;
 use crate::model::lock::{ClassShare, HoldAtom, HoldDist, HolderClass, LockQueue, ThinkLaw};
 use crate::workload::{zone_shares, NodeSpan};
 
@@ -385,6 +387,11 @@ pub enum ThinkRule {
     PerIteration,
 }
 
+/// Mean cost of a line drawn from `sources` (probability-weighted), ns.
+pub fn mean_line_ns(sources: &[LineSource]) -> f64 {
+    sources.iter().map(|s| s.probability * s.line_ns).sum()
+}
+
 fn blocks(pages: f64, order: u8) -> f64 {
     if order == 0 {
         pages
@@ -492,7 +499,7 @@ impl ZoneLockModel {
                     .iter()
                     .map(|&(pages, count)| (pages, count as f64))
                     .collect::<Vec<_>>(),
-                self.drain_fixed_ns(p, procs),
+                self.fixed_ns(p, procs, HoldSide::Drain),
                 self.free_ns_per_page(p, sources, order),
             )?;
             let think_free = match rule {
@@ -541,13 +548,14 @@ impl ZoneLockModel {
         }
     }
 
-    /// The fixed part of a hold among `procs` tasks, ns: `p.fixed_ns`, or the code-composed
-    /// call and hand-over ([`crate::model::hold::CodeHold::fixed_ns`]), plus a ticket lock's
-    /// hand-off growth ([`ZoneLockModel::handoff_extra_ns`]).
-    pub fn hold_fixed_ns(&self, p: &ZoneLockParams, procs: u32) -> f64 {
+    /// The fixed part of a hold on `side` among `procs` tasks, ns: `p.fixed_ns`, or the
+    /// code-composed call and hand-over ([`crate::model::hold::CodeHold::fixed_ns`]), plus a
+    /// ticket lock's hand-off growth ([`ZoneLockModel::handoff_extra_ns`]).
+    pub fn fixed_ns(&self, p: &ZoneLockParams, procs: u32, side: HoldSide) -> f64 {
         self.handoff_extra_ns
             + match &self.code_hold {
                 Some(c) => c.fixed_ns(
+                    side,
                     crate::model::hold::p_other(procs),
                     self.handover_c2c_ns(procs),
                 ),
@@ -594,10 +602,7 @@ impl ZoneLockModel {
     /// its own line and [`crate::model::hold::FREE_REMOTE_LINES`] lines from the mixture, per
     /// block, not per base page) spread over the block's pages.
     pub fn free_ns_per_page(&self, p: &ZoneLockParams, sources: &[LineSource], order: u8) -> f64 {
-        let mix = sources
-            .iter()
-            .map(|s| s.probability * s.line_ns)
-            .sum::<f64>();
+        let mix = mean_line_ns(sources);
         match &self.code_hold {
             Some(c) => {
                 c.drain_block_ns(self.own_line_ns, mix, self.block_pattern)
@@ -613,20 +618,6 @@ impl ZoneLockModel {
                             ) * mix)
             }
         }
-    }
-
-    /// The fixed part of a drain among `procs` tasks, ns: `p.fixed_ns`, or the code-composed
-    /// call and hand-over of the zone's lines ([`crate::model::hold::CodeHold::drain_fixed_ns`]),
-    /// plus a ticket lock's hand-off growth.
-    pub fn drain_fixed_ns(&self, p: &ZoneLockParams, procs: u32) -> f64 {
-        self.handoff_extra_ns
-            + match &self.code_hold {
-                Some(c) => c.drain_fixed_ns(
-                    crate::model::hold::p_other(procs),
-                    self.handover_c2c_ns(procs),
-                ),
-                None => p.fixed_ns,
-            }
     }
 
     /// Predicts a loop from its batch dynamics: `share` of the work after allocations, `cold`

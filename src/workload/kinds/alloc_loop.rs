@@ -46,6 +46,8 @@ use crate::error::{Error, Result};
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
+use crate::model::hold::HoldSide;
+use crate::model::zonelock::generic;
 use crate::model::zonelock::{
     Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockHistFit, ZoneLockModel,
     ZoneLockParams, ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
@@ -171,10 +173,7 @@ impl LockCase {
         for z in d {
             let one = std::slice::from_ref(z);
             let procs = z.1;
-            let mix = crate::model::zonelock::generic::refill_sources(&m.machine, procs, false)
-                .iter()
-                .map(|s| s.probability * s.line_ns)
-                .sum::<f64>();
+            let mix = generic::mean_line_ns(&generic::refill_sources(&m.machine, procs, false));
             let holds = LruHolds::new(
                 code,
                 m.kernel,
@@ -504,8 +503,8 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     let allocs = d.shape.allocs_per_iteration() as f64;
     let per_alloc = |holds: u64| holds as f64 / allocs;
     let (r, f) = (per_alloc(d.refills()), per_alloc(d.drains()));
-    let handover = r * case.model.hold_fixed_ns(&case.params, z.procs)
-        + f * case.model.drain_fixed_ns(&case.params, z.procs);
+    let handover = r * case.model.fixed_ns(&case.params, z.procs, HoldSide::Refill)
+        + f * case.model.fixed_ns(&case.params, z.procs, HoldSide::Drain);
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
     let work = case.params.work_ns_per_page;
@@ -551,7 +550,7 @@ fn hold_stat(z: &ZonePrediction, case: &LockCase, refill: bool) -> Stat {
             .collect()
     } else {
         let per_page = m.free_ns_per_page(&case.params, &z.line_sources, order);
-        let fixed = m.drain_fixed_ns(&case.params, z.procs);
+        let fixed = m.fixed_ns(&case.params, z.procs, HoldSide::Drain);
         d.free
             .iter()
             .map(|&(p, c)| (fixed + f64::from(p) * per_page, c as f64))
@@ -719,21 +718,18 @@ impl Kind for AllocLoop {
         w.reference_kernel()
     }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
-        let share = w.param_or("alloc_work_share", 0.5);
-        if !(0.0..=1.0).contains(&share) {
-            return Err(Error::invalid(
-                format!("workload {}", w.name),
-                "params.alloc_work_share",
-                format!("{share} is not a fraction in 0..=1"),
-            ));
-        }
-        let lru = w.param_or("lru_pages", 0.0);
-        if !(0.0..=1.0).contains(&lru) {
-            return Err(Error::invalid(
-                format!("workload {}", w.name),
-                "params.lru_pages",
-                format!("{lru} is not a share of the pages in 0..=1"),
-            ));
+        for (name, default, what) in [
+            ("alloc_work_share", 0.5, "a fraction"),
+            ("lru_pages", 0.0, "a share of the pages"),
+        ] {
+            let v = w.param_or(name, default);
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::invalid(
+                    format!("workload {}", w.name),
+                    format!("params.{name}"),
+                    format!("{v} is not {what} in 0..=1"),
+                ));
+            }
         }
         if matches!(w.op.freed_by.value, FreedBy::Partner | FreedBy::RemoteNode) {
             return Err(Error::invalid(
