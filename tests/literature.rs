@@ -130,3 +130,54 @@ fn dhama_free_high_events_fall_as_the_threshold_rises() {
         .filter(|r| r.measured == 1.0)
         .all(|r| r.quantity == "ratio_no_change"));
 }
+
+/// `validate --what-it-would-take`: the analysis finds, for Huang's kbuild and lmbench, the work
+/// per page that matches the base contention, and says whether the other states then agree; it
+/// is a note only (every row is the same as without it), and it refuses to run where the
+/// literature tables are not computed.
+#[test]
+fn what_it_would_take_is_a_note_never_a_row() {
+    let run = |extra: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("pcpmodel")
+            .unwrap()
+            .args(["validate", "--thread", "literature", "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (plain, with) = (run(&[]), run(&["--what-it-would-take"]));
+    assert_eq!(plain["rows"], with["rows"], "the analysis changed a row");
+    let notes: Vec<String> = with["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["thread"] == "literature-huang")
+        .flat_map(|t| t["notes"].as_array().unwrap().clone())
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .filter(|n| n.starts_with("what it would take"))
+        .collect();
+    assert_eq!(
+        notes.len(),
+        2,
+        "one note each for lmbench and kbuild: {notes:?}"
+    );
+    for n in &notes {
+        assert!(
+            n.contains("work per page x") || n.contains("no work per page"),
+            "{n}"
+        );
+        assert!(n.contains("explain"), "the note gives its verdict: {n}");
+    }
+    assert_cmd::Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["validate", "--thread", "004", "--what-it-would-take"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--thread literature"));
+}

@@ -56,6 +56,13 @@ pub struct Args {
     /// report the row that moves most (a refit per constant: several times the run time).
     #[arg(long)]
     pub sensitivities: bool,
+    /// Also say, for literature tables whose absolute level the model misses (Huang's kbuild
+    /// and lmbench), what the one decisive assumed input (work per page) would have to be to
+    /// match the base row, and what the other rows then predict: an analysis for the reader,
+    /// never applied to a row (seconds of extra work). Needs the literature tables (no
+    /// --thread, or --thread literature).
+    #[arg(long)]
+    pub what_it_would_take: bool,
 }
 
 /// One thread's tables, computed alone (not filtered out of all five).
@@ -123,6 +130,18 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             all
         }
     };
+    let mut tables = tables;
+    if args.what_it_would_take {
+        let Some(huang) = tables.iter_mut().find(|v| v.thread == "literature-huang") else {
+            anyhow::bail!(
+                "--what-it-would-take analyses the literature tables: run it without --thread and --workload, or with --thread literature"
+            );
+        };
+        let pb = super::spinner("what it would take (Huang's kbuild and lmbench)".to_string());
+        let n = pcpmodel::validate::literature_huang::cover_what_it_would_take();
+        pb.finish_and_clear();
+        huang.notes.extend(n?);
+    }
     let mut rows = Vec::new();
     let mut t = Table::new([
         "thread",
