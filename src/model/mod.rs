@@ -47,5 +47,6 @@ pub mod numa_fold;
 pub mod pairqueue;
 pub mod pcp;
 pub mod perflock;
+pub mod reader_burst;
 pub mod vmstat;
 pub mod zonelock;

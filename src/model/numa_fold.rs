@@ -27,18 +27,27 @@
 //!   node reads once per allocation ([`FoldInputs::cma_read`]).
 //!
 //! # Cost (ns per allocation of one CPU)
-//! Two closed queueing networks solved by [`shared_mva`] and iterated to a fixed point:
-//! - zone lines: `W_z` writers (the node's busy CPUs), lines HIT and LOCAL each visited at rate
-//!   `1/P` per allocation, service one transfer between cores of one socket;
+//! Two closed queueing networks of writers solved by [`shared_mva`], and one line that is read
+//! as well as written, iterated to a fixed point:
+//! - zone lines: `W_z` writers (the node's busy CPUs), visited at rate `1/P` per allocation
+//!   each, service one transfer between cores of one socket. Without the CMA read both lines
+//!   (HIT and LOCAL) are here; with it only LOCAL's;
 //! - global line: `W_g` writers (all busy CPUs), visited at rate `2/P`, service one transfer
 //!   between random cores of the machine ([`crate::model::lines::mean_core_transfer_ns`]);
-//! - each network's think time per allocation is the rest of the allocation's time (its work
-//!   and the other network's response), `P` the events between folds.
+//! - with `cma_read`, `NUMA_HIT`'s line is a reader-burst line
+//!   ([`crate::model::reader_burst`]): every core of the node reads it on each allocation and
+//!   each fold writes it, so after a fold the other cores' next reads all miss within about
+//!   one allocation and queue at the line's home, which serves them one after another (the
+//!   law of ticket-lock collapse, Boyd-Wickizer et al. 2012). A write and the first read after
+//!   it cost one transfer between cores; each later read an LLC hit when the LLC is inclusive
+//!   (the first fill left the line there), else a transfer. The loop of the node's threads is
+//!   simulated (or, when the home is nearly idle, its isolated bursts averaged);
+//! - each part's think time per allocation is the rest of the allocation's time (its work and
+//!   the other parts), `P` the events between folds.
 //!
-//! The `cma_read` term: a CPU's read of the `NR_FREE_CMA_PAGES` line misses when another core
-//! of the node folded `NUMA_HIT` since its last allocation: `(W_z − a)/P` folds per allocation
-//! interval (all CPUs allocate at the same rate), so the miss probability is
-//! `1 − exp(−(W_z − a)/P)` (Poisson) and a miss costs one transfer between cores of the socket.
+//! Until stop 21 the CMA read was charged as a Poisson miss probability `1 − exp(−(W_z − a)/P)`
+//! times one transfer, i.e. without the readers queueing behind each other; it left Kemi
+//! Wang's sweep 25-40 % low below threshold 256 (`validate --thread literature`).
 //!
 //! # Variants
 //! - 5.14+ ([`FoldRule::Never`]): `__count_numa_event()` increments a per-CPU counter that
@@ -55,10 +64,12 @@
 //!   folds at any threshold of the sweep.
 //! - The load that misses on the `NR_FREE_CMA_PAGES` line is charged in full; out-of-order
 //!   execution may hide part of it (its value only feeds a predicted branch).
+//! - The global line is read by no one on the allocation path: it stays a writers-only queue.
 
 use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
 use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
+use crate::model::reader_burst::{burst_cost, BurstInputs};
 
 const INPUT: &str = "numa fold";
 
@@ -135,6 +146,9 @@ pub struct FoldCost {
     pub global_transfer_ns: f64,
     /// Utilisation of the global line (transfers per ns × transfer time).
     pub global_utilisation: f64,
+    /// Utilisation of `NUMA_HIT`'s zone line at its home (the fold's writes and the readers'
+    /// re-reads of `NR_FREE_CMA_PAGES`; 0 without the CMA read).
+    pub cma_line_utilisation: f64,
 }
 
 impl FoldCost {
@@ -186,56 +200,126 @@ pub fn fold_cost(machine: &Machine, x: &FoldInputs) -> Result<FoldCost> {
     };
     let tx_glob = mean_core_transfer_ns(machine, x.threads)?;
     let p = x.events_between_folds;
+    // With the CMA read, NUMA_HIT's line is read by every core of the node on each allocation:
+    // it is a reader-burst line (crate::model::reader_burst), and only NUMA_LOCAL's line is a
+    // writers-only queue. Without it, both zone lines are writers-only queues.
     let (hit, local, glob_seq) = ([0usize], [1usize], [0usize]);
-    let zone_roles = [vec![
-        Episode {
+    let (local_only, both) = ([0usize], [0usize, 1]);
+    let zone_roles = if x.cma_read {
+        vec![vec![Episode {
             rate: 1.0 / p,
-            visits: &hit,
-        },
-        Episode {
-            rate: 1.0 / p,
-            visits: &local,
-        },
-    ]];
+            visits: &local_only,
+        }]]
+    } else {
+        vec![vec![
+            Episode {
+                rate: 1.0 / p,
+                visits: &hit,
+            },
+            Episode {
+                rate: 1.0 / p,
+                visits: &local,
+            },
+        ]]
+    };
+    let zone_lines = if x.cma_read { 1 } else { both.len() };
     let glob_roles = [vec![Episode {
         rate: 2.0 / p,
         visits: &glob_seq,
     }]];
-    let other_writers = (f64::from(zone_writers) - a).max(0.0);
-    let cma_read_ns = if x.cma_read {
-        (1.0 - (-other_writers / p).exp()) * tx_zone
-    } else {
-        0.0
+    let reread_ns = match machine.llc().map(|c| c.policy.value) {
+        Some(crate::hw::machine::Policy::Inclusive) => machine.latency_ns.llc_hit.value,
+        _ => tx_zone,
     };
-    let (mut zone_ns, mut glob_ns) = (2.0 * tx_zone / p, 2.0 * tx_glob / p);
-    let mut u_glob = 0.0;
-    for _ in 0..500 {
-        let zone = shared_mva(
-            zone_writers,
-            a,
-            x.work_ns + cma_read_ns + glob_ns,
-            tx_zone,
-            &zone_roles,
-            2,
-        );
-        let glob = shared_mva(
-            x.threads,
-            a,
-            x.work_ns + cma_read_ns + zone_ns,
-            tx_glob,
-            &glob_roles,
-            1,
-        );
-        u_glob = glob.x * glob.service[0];
-        let (z_new, g_new) = (zone.resp.iter().sum::<f64>(), glob.resp[0]);
-        let done = (z_new - zone_ns).abs() <= 1e-10 * z_new.max(1e-300)
-            && (g_new - glob_ns).abs() <= 1e-10 * g_new.max(1e-300);
-        zone_ns = 0.5 * (zone_ns + z_new);
-        glob_ns = 0.5 * (glob_ns + g_new);
-        if done {
+    let tpc = a.round().max(1.0);
+    let burst_cores = (f64::from(zone_writers) / tpc).round().max(1.0) as u32;
+    // The two writers-only queues (zone, global) for a fixed CMA-line cost (`cma` reads and
+    // `hit` for the fold's own write, ns per allocation): the damped fixed point of the MVAs.
+    let queues = |cma: f64, hit: f64| {
+        let (mut zone_ns, mut glob_ns) = (2.0 * tx_zone / p, 2.0 * tx_glob / p);
+        let mut u_glob = 0.0;
+        for _ in 0..500 {
+            let zone = shared_mva(
+                zone_writers,
+                a,
+                x.work_ns + cma + glob_ns + hit,
+                tx_zone,
+                &zone_roles,
+                zone_lines,
+            );
+            let glob = shared_mva(
+                x.threads,
+                a,
+                x.work_ns + cma + zone_ns,
+                tx_glob,
+                &glob_roles,
+                1,
+            );
+            u_glob = glob.x * glob.service[0];
+            let (z_new, g_new) = (zone.resp.iter().sum::<f64>() + hit, glob.resp[0]);
+            let close = |new: f64, old: f64| (new - old).abs() <= 1e-10 * new.max(1e-300);
+            let done = close(z_new, zone_ns) && close(g_new, glob_ns);
+            zone_ns = 0.5 * (zone_ns + z_new);
+            glob_ns = 0.5 * (glob_ns + g_new);
+            if done {
+                break;
+            }
+        }
+        (zone_ns, glob_ns, u_glob)
+    };
+    // The CMA line for a time per allocation `other` outside it: (reads, the fold's own
+    // write, utilisation), ns per allocation.
+    let line = |other: f64| -> Result<(f64, f64, f64)> {
+        if !x.cma_read {
+            return Ok((0.0, 0.0, 0.0));
+        }
+        if burst_cores <= 1 {
+            // One core: no other reader; its own fold is one transfer.
+            return Ok((0.0, tx_zone / p, 0.0));
+        }
+        let b = burst_cost(&BurstInputs {
+            cores: burst_cores,
+            threads_per_core: tpc as u32,
+            other_ns: other,
+            ops_between_writes: p.round().max(1.0) as u64,
+            write_ns: tx_zone,
+            first_read_ns: tx_zone,
+            reread_ns,
+        })?;
+        Ok((b.read_ns, b.write_ns, b.utilisation))
+    };
+    // Fixed point between the line (simulated given the rest of the allocation's time) and
+    // the writers-only queues (given the line's cost). Plain iteration while it contracts (the
+    // line's share is small: two or three steps); damped by half once a step grows. The
+    // closed simulation moves in small steps as its input moves (event order), so the loop
+    // also stops after 40 simulations.
+    let (mut cma, mut hit, mut u_hit) = (0.0, 0.0, 0.0);
+    let (mut zone_ns, mut glob_ns, mut u_glob) = queues(cma, hit);
+    let (mut damp, mut last_step) = (1.0, f64::INFINITY);
+    for _ in 0..40 {
+        if !x.cma_read {
+            break;
+        }
+        let (c_new, h_new, u) = line(x.work_ns + (zone_ns - hit) + glob_ns)?;
+        u_hit = u;
+        let step = (c_new - cma).abs() + (h_new - hit).abs();
+        // Converged when the line's terms move less than 1e-7 of the allocation's time.
+        let done = step <= 1e-7 * (x.work_ns + zone_ns + glob_ns);
+        if step > last_step {
+            damp = 0.5;
+        }
+        last_step = step;
+        (cma, hit) = if done {
+            (c_new, h_new)
+        } else {
+            (cma + damp * (c_new - cma), hit + damp * (h_new - hit))
+        };
+        (zone_ns, glob_ns, u_glob) = queues(cma, hit);
+        if done || burst_cores <= 1 {
             break;
         }
     }
+    let cma_read_ns = cma;
     Ok(FoldCost {
         zone_ns,
         global_ns: glob_ns,
@@ -244,6 +328,7 @@ pub fn fold_cost(machine: &Machine, x: &FoldInputs) -> Result<FoldCost> {
         zone_transfer_ns: tx_zone,
         global_transfer_ns: tx_glob,
         global_utilisation: u_glob,
+        cma_line_utilisation: u_hit,
     })
 }
 
