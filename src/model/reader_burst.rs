@@ -17,16 +17,24 @@
 //!   between cores, so a sharer forwards it). The same rule as [`crate::model::cache`]'s line in
 //!   another core's private cache on the same LLC.
 //!
-//! # The burst ([`burst_cost`])
-//! Writes come at the group's rate (exponential gaps: many independent writers). At each
-//! write's completion every other core's copy is invalidated; each of a core's threads next
-//! reads the line at a uniformly random point of its operation period, and the core's request
-//! goes out at the first of them. All requests, writes and reads, are served first come, first
-//! served; a read right after a write pays a transfer (`first_read_ns`), a read after a read
-//! `reread_ns`. Every thread that reads while its core's request is outstanding waits for it. The result is the sum over all threads of the time
-//! waited per write, and the writes' own queueing. It is computed by replaying
-//! [`BURSTS`] writes with fixed pseudo-random draws scaled by the inputs, so it is deterministic
-//! and continuous in them (a fit can use it).
+//! # The loop ([`burst_cost`])
+//! Each thread repeats one operation: `other_ns` of its own time, then a read of the line (an
+//! allocation's watermark check), and on every `P`-th operation a write of it right after the
+//! read (the fold). A core's copy is valid until another core's write starts its service (the
+//! read-for-ownership sends the invalidations). A read on a valid copy costs nothing here; a
+//! read on a stale one sends the core's one request, or waits for the one already out (SMT
+//! siblings share it). All requests, writes and reads, are served first come, first served at
+//! the home; a read right after a write pays `first_read_ns`, a read after a read
+//! `reread_ns`. Two estimates:
+//! - the closed loop simulated event by event at the granularity of misses and writes (the
+//!   hits in between are counted, not stepped), from fixed pseudo-random phases, for
+//!   [`BURSTS`] writes after [`WARMUP`]: deterministic for given inputs; the threads' time per
+//!   operation comes out of it, so no fixed point over the line's own cost is needed;
+//! - when the home is under [`ISOLATED_BELOW`] busy, bursts that never meet
+//!   ([`isolated_cost`]): each write on an idle home, the other threads' next reads at uniform
+//!   points of their operation, averaged over [`ISOLATED_BURSTS`] draws. Exact as writes become
+//!   rare, cheap, and continuous in the inputs (the fit of thread 002 runs through it); a test
+//!   holds the two estimates together at the switch.
 //!
 //! # Not modelled
 //! - Out-of-order execution overlapping a miss with the rest of the operation: a miss is
