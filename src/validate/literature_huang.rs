@@ -384,7 +384,7 @@ fn cover_cases() -> Result<Vec<CoverCase>> {
 }
 
 /// The `--what-it-would-take` notes of the cover table (lmbench, then kbuild): see
-/// [`what_it_would_take`]. Seconds of work, so not part of [`huang_cover`].
+/// `what_it_would_take`. Seconds of work, so not part of [`huang_cover`].
 pub fn cover_what_it_would_take() -> Result<Vec<String>> {
     let mut seen = [StateMeans::default(), StateMeans::default()];
     for c in cover_cases()? {
