@@ -132,7 +132,8 @@ fn dhama_free_high_events_fall_as_the_threshold_rises() {
 }
 
 /// `validate --what-it-would-take`: the analysis finds, for Huang's kbuild and lmbench, the work
-/// per page that matches the base contention, and says whether the other states then agree; it
+/// per page that matches the base contention (and for Jordan the LRU lock's cycles that match
+/// the 16-task speedup), and says whether the other rows then agree; it
 /// is a note only (every row is the same as without it), and it refuses to run where the
 /// literature tables are not computed.
 #[test]
@@ -167,6 +168,16 @@ fn what_it_would_take_is_a_note_never_a_row() {
         2,
         "one note each for lmbench and kbuild: {notes:?}"
     );
+    let jordan = with["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["thread"] == "literature-jordan")
+        .flat_map(|t| t["notes"].as_array().unwrap().clone())
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .filter(|n| n.starts_with("what it would take (Jordan"))
+        .count();
+    assert_eq!(jordan, 1, "one note for Jordan's page_fault1");
     for n in &notes {
         assert!(
             n.contains("work per page x") || n.contains("no work per page"),

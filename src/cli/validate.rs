@@ -56,11 +56,12 @@ pub struct Args {
     /// report the row that moves most (a refit per constant: several times the run time).
     #[arg(long)]
     pub sensitivities: bool,
-    /// Also say, for literature tables whose absolute level the model misses (Huang's kbuild
-    /// and lmbench), what the one decisive assumed input (work per page) would have to be to
-    /// match the base row, and what the other rows then predict: an analysis for the reader,
-    /// never applied to a row (seconds of extra work). Needs the literature tables (no
-    /// --thread, or --thread literature).
+    /// Also say, for literature tables the model misses, what one decisive assumed input would
+    /// have to be to match one measured number, and what the other rows then predict: Huang's
+    /// kbuild and lmbench (the work per page, to match the base contention), Jordan's
+    /// page_fault1 (the LRU lock's cycles per page, to match the 16-task speedup). An analysis
+    /// for the reader, never applied to a row (seconds of extra work). Needs the literature
+    /// tables (no --thread, or --thread literature).
     #[arg(long)]
     pub what_it_would_take: bool,
 }
@@ -137,10 +138,16 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 "--what-it-would-take analyses the literature tables: run it without --thread and --workload, or with --thread literature"
             );
         };
-        let pb = super::spinner("what it would take (Huang's kbuild and lmbench)".to_string());
+        let pb = super::spinner(
+            "what it would take (Huang's kbuild and lmbench, Jordan's page_fault1)".to_string(),
+        );
         let n = pcpmodel::validate::literature_huang::cover_what_it_would_take();
+        let j = pcpmodel::validate::literature::jordan_what_it_would_take();
         pb.finish_and_clear();
         huang.notes.extend(n?);
+        if let Some(jordan) = tables.iter_mut().find(|v| v.thread == "literature-jordan") {
+            jordan.notes.extend(j?);
+        }
     }
     let mut rows = Vec::new();
     let mut t = Table::new([

@@ -30,7 +30,7 @@ use crate::model::zonelock::ZoneLockModel;
 use crate::workload::kinds::alloc_loop::{lock_params, with_code_hold};
 use crate::workload::Registry;
 
-use super::literature::{csv_rows, num};
+use super::literature::{breakeven, csv_rows, num};
 use super::{Role, TableValidation, ValidationRow};
 
 const COVER: &str = "literature/huang_pcp_autotune_series_2023_cover_tables";
@@ -421,25 +421,6 @@ impl StateMeans {
         let s = &self.sums[idx(state)];
         (s[0] / s[1], s[2] / s[3])
     }
-}
-
-/// The scale in `[lo, hi]` at which the decreasing `f` equals `target`, by bisection on a log
-/// scale (`None` when `target` is not between `f(hi)` and `f(lo)`).
-fn breakeven(f: impl Fn(f64) -> Result<f64>, target: f64, lo: f64, hi: f64) -> Result<Option<f64>> {
-    let (mut a, mut b) = (lo.ln(), hi.ln());
-    if !(f(lo)? >= target && f(hi)? <= target) {
-        return Ok(None);
-    }
-    // 8 halvings of 6 octaves: the scale to within 2 %, finer than the table's own spread.
-    for _ in 0..8 {
-        let m = 0.5 * (a + b);
-        if f(m.exp())? >= target {
-            a = m;
-        } else {
-            b = m;
-        }
-    }
-    Ok(Some((0.5 * (a + b)).exp()))
 }
 
 /// Range of work scales the analysis searches: 16x lighter (below that lmbench's simulated
