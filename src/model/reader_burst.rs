@@ -209,6 +209,73 @@ pub fn isolated_cost(x: &BurstInputs) -> BurstCost {
     }
 }
 
+/// The line at its home: the newest version written (`version`: reads served from now on get
+/// it), the newest whose invalidation has reached the other cores (`seen`), each core's
+/// version and outstanding request (completion time), the home's next free time, whether the
+/// last service was a write.
+#[derive(Debug, Clone)]
+struct Home {
+    version: u64,
+    seen: u64,
+    core_ver: Vec<u64>,
+    fill: Vec<Option<f64>>,
+    free: f64,
+    dirty: bool,
+}
+
+impl Home {
+    fn new(cores: usize) -> Home {
+        Home {
+            version: 0,
+            seen: 0,
+            core_ver: vec![0; cores],
+            fill: vec![None; cores],
+            free: 0.0,
+            dirty: false,
+        }
+    }
+
+    /// A read by core `c` at `at`: when it completes, and the home's service it took (0 for a
+    /// hit or a wait on the core's outstanding request).
+    fn read(&mut self, c: usize, at: f64, x: &BurstInputs) -> (f64, f64) {
+        match self.fill[c] {
+            // The core's request is out (a sibling's miss): wait for it.
+            Some(f) if f > at => (f, 0.0),
+            _ if self.core_ver[c] < self.seen => {
+                let s = if self.dirty {
+                    x.first_read_ns
+                } else {
+                    x.reread_ns
+                };
+                self.dirty = false;
+                let done = at.max(self.free) + s;
+                self.free = done;
+                self.fill[c] = Some(done);
+                self.core_ver[c] = self.version;
+                (done, s)
+            }
+            _ => (at, 0.0),
+        }
+    }
+
+    /// A write by core `c` arriving at `at`: its service start (the invalidations go out) and
+    /// end.
+    fn write(&mut self, c: usize, at: f64, x: &BurstInputs) -> (f64, f64) {
+        let start = at.max(self.free);
+        self.free = start + x.write_ns;
+        self.dirty = true;
+        self.version += 1;
+        self.core_ver[c] = self.version;
+        self.fill[c] = None;
+        (start, self.free)
+    }
+
+    /// Whether core `c`'s copy is current as far as the invalidations go.
+    fn valid(&self, c: usize) -> bool {
+        self.core_ver[c] >= self.seen
+    }
+}
+
 /// The closed loop simulated (module docs).
 fn closed_cost(x: &BurstInputs) -> BurstCost {
     let (cores, tpc) = (x.cores as usize, x.threads_per_core as usize);
@@ -225,13 +292,7 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
     // Line state: the version written last, each core's version, each core's outstanding
     // request (completion time), the home's next free time, whether the last service was a
     // write.
-    // Line state: the newest version written (`version`, reads served from now on get it),
-    // the newest one whose invalidation has reached the other cores (`seen`), each core's
-    // version and outstanding request (completion time), the home's next free time, whether
-    // the last service was a write.
-    let (mut version, mut seen, mut core_ver) = (0u64, 0u64, vec![0u64; cores]);
-    let mut fill: Vec<Option<f64>> = vec![None; cores];
-    let (mut free, mut dirty) = (0.0f64, false);
+    let mut home = Home::new(cores);
     // A thread's event is its next miss when its core's copy is stale, else its writing
     // operation (the hits before it are counted when it runs).
     let event_time = |t: &Thread, valid: bool| {
@@ -281,25 +342,10 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                 if counting {
                     ops += skipped + 1;
                 }
-                let mut done = at;
-                match fill[c] {
-                    // The core's request is out (a sibling's miss): wait for it.
-                    Some(f) if f > at => done = f,
-                    _ if core_ver[c] < seen => {
-                        let s = if dirty { x.first_read_ns } else { x.reread_ns };
-                        dirty = false;
-                        done = at.max(free) + s;
-                        free = done;
-                        if counting {
-                            busy += s;
-                        }
-                        fill[c] = Some(done);
-                        core_ver[c] = version;
-                    }
-                    _ => {}
-                }
+                let (done, s) = home.read(c, at, x);
                 if counting {
                     read_wait += done - at;
+                    busy += s;
                 }
                 th[i].left -= 1;
                 if th[i].left == 0 {
@@ -308,7 +354,7 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                 } else {
                     th[i].next = done + tau;
                     th[i].ver += 1;
-                    let valid = core_ver[c] >= seen;
+                    let valid = home.valid(c);
                     let e = Ev::Op {
                         thread: i,
                         ver: th[i].ver,
@@ -318,26 +364,21 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
             }
             Ev::Write { thread: i } => {
                 let c = i / tpc;
-                let start = at.max(free);
-                free = start + x.write_ns;
-                dirty = true;
+                let (start, end) = home.write(c, at, x);
                 if counting {
-                    write_cost += free - at;
+                    write_cost += end - at;
                     busy += x.write_ns;
                 }
-                version += 1;
-                core_ver[c] = version;
-                fill[c] = None;
                 writes += 1;
                 if writes == WARMUP {
-                    t0 = free;
+                    t0 = end;
                 }
                 if writes >= WARMUP + BURSTS {
                     break;
                 }
                 blocked[i] = false;
                 th[i].left = p;
-                th[i].next = free + tau;
+                th[i].next = end + tau;
                 th[i].ver += 1;
                 let e = Ev::Op {
                     thread: i,
@@ -346,18 +387,19 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                 push(&mut heap, event_time(&th[i], true), e);
                 // The read-for-ownership invalidates the other copies as its service starts;
                 // a reader that misses from then on queues behind the write.
+                let version = home.version;
                 push(&mut heap, start, Ev::Inval { version, core: c });
             }
             Ev::Inval {
                 version: v,
                 core: c,
             } => {
-                seen = seen.max(v);
+                home.seen = home.seen.max(v);
                 // Every other core whose copy is older is stale from now: its threads miss at
                 // their next operation (the ones before now were hits).
                 for (j, t) in th.iter_mut().enumerate() {
                     let cj = j / tpc;
-                    if cj == c || blocked[j] || core_ver[cj] >= seen {
+                    if cj == c || blocked[j] || home.valid(cj) {
                         continue;
                     }
                     if t.next < at {
@@ -380,7 +422,7 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
         }
     }
     let ops = ops.max(1) as f64;
-    let span = (free - t0).max(f64::MIN_POSITIVE);
+    let span = (home.free - t0).max(f64::MIN_POSITIVE);
     BurstCost {
         read_ns: read_wait / ops,
         write_ns: write_cost / ops,
@@ -451,6 +493,90 @@ mod tests {
             let total = c.read_ns + c.write_ns;
             assert!(total > prev, "P {p}: {total} <= {prev}");
             prev = total;
+        }
+    }
+
+    /// The loop of the module docs stepped one operation at a time (no hits skipped), with the
+    /// same [`Home`]: a check of [`closed_cost`]'s skipping of hits and rescheduling on
+    /// invalidations. Returns (read wait, write cost) per operation.
+    fn stepped(x: &BurstInputs, writes_wanted: usize) -> (f64, f64) {
+        let (cores, tpc) = (x.cores as usize, x.threads_per_core as usize);
+        let n = cores * tpc;
+        let p = x.ops_between_writes;
+        let mut rng = SplitMix64::new(7);
+        // Events: (time, seq, kind): kind 0 = operation of thread, 1 = write of thread,
+        // 2 = invalidation by core (with version).
+        type Entry = Reverse<(Ord64, u64, u8, usize, u64)>;
+        let mut heap: BinaryHeap<Entry> = BinaryHeap::new();
+        let mut seq = 0u64;
+        let mut left: Vec<u64> = (0..n)
+            .map(|_| 1 + ((rng.next_f64() * p as f64) as u64).min(p - 1))
+            .collect();
+        for i in 0..n {
+            seq += 1;
+            heap.push(Reverse((Ord64(rng.next_f64() * x.other_ns), seq, 0, i, 0)));
+        }
+        let mut home = Home::new(cores);
+        let (mut writes, mut ops, mut rw, mut ww) = (0usize, 0u64, 0.0, 0.0);
+        while let Some(Reverse((Ord64(at), _, kind, i, v))) = heap.pop() {
+            let counting = writes >= WARMUP;
+            match kind {
+                0 => {
+                    let (done, _) = home.read(i / tpc, at, x);
+                    if counting {
+                        ops += 1;
+                        rw += done - at;
+                    }
+                    left[i] -= 1;
+                    seq += 1;
+                    if left[i] == 0 {
+                        heap.push(Reverse((Ord64(done), seq, 1, i, 0)));
+                    } else {
+                        heap.push(Reverse((Ord64(done + x.other_ns), seq, 0, i, 0)));
+                    }
+                }
+                1 => {
+                    let c = i / tpc;
+                    let (start, end) = home.write(c, at, x);
+                    if counting {
+                        ww += end - at;
+                    }
+                    writes += 1;
+                    if writes >= WARMUP + writes_wanted {
+                        break;
+                    }
+                    left[i] = p;
+                    seq += 1;
+                    heap.push(Reverse((Ord64(end + x.other_ns), seq, 0, i, 0)));
+                    seq += 1;
+                    heap.push(Reverse((Ord64(start), seq, 2, c, home.version)));
+                }
+                _ => home.seen = home.seen.max(v),
+            }
+        }
+        (rw / ops as f64, ww / ops as f64)
+    }
+
+    #[test]
+    fn the_skipping_simulation_matches_one_stepped_operation_by_operation() {
+        // Light, moderate and heavy use of the home; within 10 % (different random phases,
+        // 300 writes each; at the final commit of stop 21 they agreed within 1.6, 3.2 and
+        // 4.4 % on the reads).
+        for p in [400u64, 60, 20] {
+            let x = BurstInputs {
+                cores: 6,
+                ..input(p)
+            };
+            let c = closed_cost(&x);
+            let (r, w) = stepped(&x, BURSTS);
+            assert!(
+                (c.read_ns / r - 1.0).abs() < 0.1,
+                "P {p}: {c:?} vs stepped {r}"
+            );
+            assert!(
+                (c.write_ns / w - 1.0).abs() < 0.1,
+                "P {p}: {c:?} vs stepped {w}"
+            );
         }
     }
 
