@@ -114,7 +114,7 @@ fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>>
 
 /// Runs `pcpmodel validate`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
-    let tables = match (&args.workload, &args.thread) {
+    let mut tables = match (&args.workload, &args.thread) {
         (Some(w), _) => one_workload(&args, w)?,
         (None, Some(t)) => one_thread(t, args.with_comparison_fits)?,
         (None, None) => {
@@ -131,7 +131,6 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             all
         }
     };
-    let mut tables = tables;
     if args.what_it_would_take {
         let Some(huang) = tables.iter_mut().find(|v| v.thread == "literature-huang") else {
             anyhow::bail!(

@@ -176,10 +176,8 @@ impl Hierarchy {
                 (lat.l2_hit.value, lat.llc_hit.value, lat.c2c_smt.value)
             }
             Placement::SameLlc => {
-                let private = match policy {
-                    Policy::Inclusive => lat.llc_hit.value,
-                    _ => lat.c2c_same_llc.value,
-                };
+                let private =
+                    crate::model::lines::from_other_core_ns(machine, lat.c2c_same_llc.value);
                 (private, lat.llc_hit.value, lat.c2c_same_llc.value)
             }
             Placement::CrossLlc => {

@@ -41,6 +41,19 @@ pub fn mean_transfer_ns(machine: &Machine, active_cpus: u32) -> Result<f64> {
     weighted_transfer_ns(machine, smt, same_socket, cross)
 }
 
+/// Time to fetch a line that another core of the same LLC domain holds, and whose latest copy
+/// has reached the LLC, ns: an LLC hit when the LLC is inclusive (it keeps a copy of every
+/// private line), otherwise a transfer from that core (`transfer_ns`: a victim or
+/// non-inclusive LLC does not keep a line that moved between cores). Used for a line in
+/// another core's private cache ([`crate::model::cache`]) and for the re-reads after the first
+/// of a burst ([`crate::model::reader_burst`]).
+pub fn from_other_core_ns(machine: &Machine, transfer_ns: f64) -> f64 {
+    match machine.llc().map(|c| c.policy.value) {
+        Some(crate::hw::machine::Policy::Inclusive) => machine.latency_ns.llc_hit.value,
+        _ => transfer_ns,
+    }
+}
+
 /// Threads per core that run at once when `active_cpus` busy CPUs are spread one per core
 /// first (the scheduler prefers idle cores, `select_idle_core()`), then onto SMT siblings:
 /// `clamp(active / cores, 1, threads per core)`.

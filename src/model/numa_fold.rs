@@ -68,7 +68,9 @@
 
 use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
-use crate::model::lines::{active_threads_per_core, mean_core_transfer_ns, shared_mva, Episode};
+use crate::model::lines::{
+    active_threads_per_core, from_other_core_ns, mean_core_transfer_ns, shared_mva, Episode,
+};
 use crate::model::reader_burst::{burst_cost, BurstInputs};
 
 const INPUT: &str = "numa fold";
@@ -204,11 +206,11 @@ pub fn fold_cost(machine: &Machine, x: &FoldInputs) -> Result<FoldCost> {
     // it is a reader-burst line (crate::model::reader_burst), and only NUMA_LOCAL's line is a
     // writers-only queue. Without it, both zone lines are writers-only queues.
     let (hit, local, glob_seq) = ([0usize], [1usize], [0usize]);
-    let (local_only, both) = ([0usize], [0usize, 1]);
     let zone_roles = if x.cma_read {
+        // NUMA_LOCAL's line alone, as line 0.
         vec![vec![Episode {
             rate: 1.0 / p,
-            visits: &local_only,
+            visits: &hit,
         }]]
     } else {
         vec![vec![
@@ -222,15 +224,12 @@ pub fn fold_cost(machine: &Machine, x: &FoldInputs) -> Result<FoldCost> {
             },
         ]]
     };
-    let zone_lines = if x.cma_read { 1 } else { both.len() };
+    let zone_lines = zone_roles[0].len();
     let glob_roles = [vec![Episode {
         rate: 2.0 / p,
         visits: &glob_seq,
     }]];
-    let reread_ns = match machine.llc().map(|c| c.policy.value) {
-        Some(crate::hw::machine::Policy::Inclusive) => machine.latency_ns.llc_hit.value,
-        _ => tx_zone,
-    };
+    let reread_ns = from_other_core_ns(machine, tx_zone);
     let tpc = a.round().max(1.0);
     let burst_cores = (f64::from(zone_writers) / tpc).round().max(1.0) as u32;
     // The two writers-only queues (zone, global) for a fixed CMA-line cost (`cma` reads and
@@ -270,9 +269,6 @@ pub fn fold_cost(machine: &Machine, x: &FoldInputs) -> Result<FoldCost> {
     // The CMA line for a time per allocation `other` outside it: (reads, the fold's own
     // write, utilisation), ns per allocation.
     let line = |other: f64| -> Result<(f64, f64, f64)> {
-        if !x.cma_read {
-            return Ok((0.0, 0.0, 0.0));
-        }
         if burst_cores <= 1 {
             // One core: no other reader; its own fold is one transfer.
             return Ok((0.0, tx_zone / p, 0.0));
@@ -319,11 +315,10 @@ pub fn fold_cost(machine: &Machine, x: &FoldInputs) -> Result<FoldCost> {
             break;
         }
     }
-    let cma_read_ns = cma;
     Ok(FoldCost {
         zone_ns,
         global_ns: glob_ns,
-        cma_read_ns,
+        cma_read_ns: cma,
         zone_writers,
         zone_transfer_ns: tx_zone,
         global_transfer_ns: tx_glob,

@@ -289,9 +289,6 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
             ver: 0,
         })
         .collect();
-    // Line state: the version written last, each core's version, each core's outstanding
-    // request (completion time), the home's next free time, whether the last service was a
-    // write.
     let mut home = Home::new(cores);
     // A thread's event is its next miss when its core's copy is stale, else its writing
     // operation (the hits before it are counted when it runs).
@@ -322,8 +319,6 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
         };
         push(&mut heap, event_time(t, true), e);
     }
-    // Threads between their writing operation's read and the write's service.
-    let mut blocked = vec![false; n];
     let (mut writes, mut ops, mut read_wait, mut write_cost, mut busy) =
         (0usize, 0u64, 0.0, 0.0, 0.0);
     let mut t0 = 0.0f64;
@@ -349,7 +344,7 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                 }
                 th[i].left -= 1;
                 if th[i].left == 0 {
-                    blocked[i] = true;
+                    // Between its read and its write's service (`left == 0` until then).
                     push(&mut heap, done, Ev::Write { thread: i });
                 } else {
                     th[i].next = done + tau;
@@ -376,7 +371,6 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                 if writes >= WARMUP + BURSTS {
                     break;
                 }
-                blocked[i] = false;
                 th[i].left = p;
                 th[i].next = end + tau;
                 th[i].ver += 1;
@@ -399,7 +393,8 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                 // their next operation (the ones before now were hits).
                 for (j, t) in th.iter_mut().enumerate() {
                     let cj = j / tpc;
-                    if cj == c || blocked[j] || home.valid(cj) {
+                    // A thread waiting for its own write (`left == 0`) is rescheduled then.
+                    if cj == c || t.left == 0 || home.valid(cj) {
                         continue;
                     }
                     if t.next < at {

@@ -396,30 +396,47 @@ pub fn cover_what_it_would_take() -> Result<Vec<String>> {
     ])
 }
 
-/// The table's measured lock contention (%) and perf ratio by state, summed for a mean.
+/// A running mean (NaN while empty).
+#[derive(Debug, Default, Clone, Copy)]
+struct Mean {
+    sum: f64,
+    n: f64,
+}
+
+impl Mean {
+    fn add(&mut self, x: f64) {
+        if x.is_finite() {
+            self.sum += x;
+            self.n += 1.0;
+        }
+    }
+
+    fn get(self) -> f64 {
+        self.sum / self.n
+    }
+}
+
+/// The table's measured lock contention (%) and perf ratio by state (index [`idx`]).
 #[derive(Debug, Default)]
 struct StateMeans {
-    /// Per state (index [`idx`]): sum of contention, of perf ratio, and their counts.
-    sums: [[f64; 4]; 3],
+    contention: [Mean; 3],
+    perf: [Mean; 3],
 }
 
 impl StateMeans {
     fn add(&mut self, state: SeriesState, m: &Measured) {
-        let s = &mut self.sums[idx(state)];
-        if m.lock.is_finite() {
-            s[0] += m.lock;
-            s[1] += 1.0;
-        }
-        if m.perf.is_finite() && state != SeriesState::Base {
-            s[2] += m.perf;
-            s[3] += 1.0;
+        self.contention[idx(state)].add(m.lock);
+        if state != SeriesState::Base {
+            self.perf[idx(state)].add(m.perf);
         }
     }
 
     /// Mean measured contention (%) and perf ratio in `state` (NaN when the table has none).
     fn mean(&self, state: SeriesState) -> (f64, f64) {
-        let s = &self.sums[idx(state)];
-        (s[0] / s[1], s[2] / s[3])
+        (
+            self.contention[idx(state)].get(),
+            self.perf[idx(state)].get(),
+        )
     }
 }
 
