@@ -27,8 +27,10 @@
 //! - **hand-over**, when the previous holder was another CPU (probability `(n - 1) / n` for `n`
 //!   symmetric tasks on the zone): the zone's lines it wrote move
 //!   ([`crate::model::zonelock::HANDOVER_LINES`] at the mean core-to-core latency between the
-//!   tasks), and the struct-page stream restarts ([`TRAIN_MISSES`] misses at DRAM latency before
-//!   the prefetcher runs ahead again).
+//!   tasks), and, when the refill reads its struct pages as a stream (freshly split blocks, or
+//!   blocks merged back by sequential frees), the stream restarts ([`TRAIN_MISSES`] misses at
+//!   DRAM latency before the prefetcher runs ahead again). A refill of recently freed,
+//!   scattered blocks reads no stream and pays the zone lines only.
 //! - **block**: [`crate::model::zonelock::CPU_CYCLES_PER_PAGE`] per block moved, plus its head
 //!   struct page's line. Pages never freed in the interval come from freshly split blocks, whose
 //!   struct pages are read in ascending address order, one 64-byte line per page: the L2
@@ -66,9 +68,12 @@
 //! - **scattered** (blocks circulating between CPUs: network buffers): a freed block rarely
 //!   finds its buddy free (it is in flight; [`crate::model::buddy::circulating`] under
 //!   lmbench's flow, 8 pairs with refills of 7 order-3 blocks and about 6 in flight per pair,
-//!   gives 0.13 merges per free), so each block pays the three lines, written by other CPUs (the caller's
-//!   line mixture); a refill takes blocks from scattered places on the free lists, each head
-//!   line wherever its freer left it;
+//!   gives 0.13 merges per free), so the buddy checks are lines written by other CPUs (the
+//!   caller's line mixture); the free-list neighbour is too for a drain's first block, while
+//!   each later block links to the one the drain freed just before (a drain empties one PCP
+//!   list at a time, so its blocks go to one free list): an L2 hit
+//!   ([`CodeHold::drain_first_block_extra_ns`]). A refill takes blocks from scattered places
+//!   on the free lists, each head line wherever its freer left it;
 //! - **sequential** (a task frees, in the order it allocated them, the pages its refills gave
 //!   it: an munmap): the buddy and the order+1 buddy are the task's own pages, freed onto its
 //!   PCP list just before (L2 hits), and only the free list's neighbour was last written by
@@ -336,7 +341,9 @@ impl CodeHold {
 
     /// Expected hand-over cost of one hold on `side`, ns: with probability `p_other` the
     /// previous holder was another CPU at mean core-to-core latency `c2c_ns`; its zone lines
-    /// move, and a refill's struct-page stream restarts (a drain has none).
+    /// move, and a refill's struct-page stream restarts (a drain has none). A refill of
+    /// recently freed, scattered blocks reads no stream: [`CodeHold::refill`] leaves the restart
+    /// out when it is given their head line's cost.
     pub fn handover_ns(&self, side: HoldSide, p_other: f64, c2c_ns: f64) -> f64 {
         let restart = match side {
             HoldSide::Refill => self.train_misses * self.dram_ns,
@@ -356,21 +363,42 @@ impl CodeHold {
     /// scattered each at `remote_line_ns` (the mixture of where other CPUs left them; the buddy
     /// check an L2 hit when prefetched before the lock), sequential only the free-list neighbour
     /// at `remote_line_ns` and the buddies' lines L2 hits.
+    ///
+    /// Scattered blocks after the first of a drain find a neighbour this CPU wrote a moment
+    /// before: `add_to_free_list()` links a block to the list's first entry, which is the block
+    /// the same drain freed just before when that one stayed at its order on the same list (a
+    /// block's buddy is rarely free in a scattered flow, and the order+1 buddy too, so
+    /// `buddy_merge_likely()` rarely sends it to the tail). This charges every block the
+    /// neighbour as an L2 hit; [`CodeHold::drain_first_block_extra_ns`] adds the first block's
+    /// remote neighbour to the drain's fixed part.
     pub fn drain_block_ns(
         &self,
         own_line_ns: f64,
         remote_line_ns: f64,
         pattern: BlockPattern,
     ) -> f64 {
+        let lines = self.free_remote_lines;
         let remote = match pattern {
-            BlockPattern::Sequential => self.free_remote_lines.min(1.0),
-            BlockPattern::Scattered if self.buddy_prefetched => {
-                (self.free_remote_lines - 1.0).max(0.0)
-            }
-            BlockPattern::Scattered => self.free_remote_lines,
+            BlockPattern::Sequential => lines.min(1.0),
+            // Buddy check (unless prefetched) and the order+1 buddy; the neighbour is local.
+            BlockPattern::Scattered if self.buddy_prefetched => (lines - 2.0).max(0.0),
+            BlockPattern::Scattered => (lines - 1.0).max(0.0),
         };
-        let local = self.free_remote_lines - remote;
+        let local = lines - remote;
         self.cycles(self.block_cycles) + own_line_ns + local * self.l2_ns + remote * remote_line_ns
+    }
+
+    /// What a drain's first block pays beyond [`CodeHold::drain_block_ns`], ns: with scattered
+    /// blocks its free-list neighbour was last written by whichever CPU added to that list
+    /// before (a line from the mixture at `remote_line_ns`, not the L2 hit the later blocks
+    /// find); nothing for sequential blocks, whose neighbour is charged remote on every block.
+    pub fn drain_first_block_extra_ns(&self, remote_line_ns: f64, pattern: BlockPattern) -> f64 {
+        match pattern {
+            BlockPattern::Scattered if self.free_remote_lines >= 1.0 => {
+                (remote_line_ns - self.l2_ns).max(0.0)
+            }
+            _ => 0.0,
+        }
     }
 
     /// One refill of `blocks` blocks of `order`; `head_line_ns` is the cost of a block's head
@@ -392,7 +420,11 @@ impl CodeHold {
             + tail * self.cycles(self.check_cycles).max(self.stream_line_ns);
         HoldParts {
             call_ns: self.cycles(self.call_cycles),
-            handover_ns: self.handover_ns(HoldSide::Refill, p_other, c2c_ns),
+            // Scattered heads (`head_line_ns` given) are no stream: no restart to pay.
+            handover_ns: match head_line_ns {
+                None => self.handover_ns(HoldSide::Refill, p_other, c2c_ns),
+                Some(_) => self.handover_ns(HoldSide::Drain, p_other, c2c_ns),
+            },
             blocks_ns: blocks * per_block,
             check_ns: if self.check == RefillCheck::UnderLock {
                 blocks * check_block
@@ -466,18 +498,45 @@ mod tests {
         assert!(h.refill(63.0, 0, p_other(24), 47.5, None).handover_ns > 0.0);
     }
 
-    /// A drain's block pays its own L2 line and three remote lines (one of them an L2 hit while
-    /// the kernel prefetched buddies before the lock), one when the frees are sequential; its
-    /// fixed part has no stream restart.
+    /// A refill of freshly split blocks restarts the struct-page stream after a hand-over; one
+    /// of recently freed, scattered blocks reads no stream, so its hand-over is the zone lines
+    /// only (the drain's).
+    #[test]
+    fn only_a_streamed_refill_pays_the_restart() {
+        let h = hold();
+        let streamed = h.refill(7.0, 3, 1.0, 40.0, None).handover_ns;
+        let scattered = h.refill(7.0, 3, 1.0, 40.0, Some(40.0)).handover_ns;
+        assert!((streamed - scattered - h.train_misses * h.dram_ns).abs() < 1e-9);
+        assert!((scattered - h.handover_ns(HoldSide::Drain, 1.0, 40.0)).abs() < 1e-12);
+    }
+
+    /// A drain's first scattered block pays its own L2 line and three remote lines (one of them
+    /// an L2 hit while the kernel prefetched buddies before the lock); the later blocks of the
+    /// same drain find their free-list neighbour in L2 (the block freed just before); one remote
+    /// line when the frees are sequential; the fixed part has no stream restart.
     #[test]
     fn a_drained_block_pays_three_remote_lines() {
         let m = Machine::builtin("xeon-gold-6252-2s").unwrap();
         let h = CodeHold::new(&m, KernelVersion::new(6, 1), 2.0);
+        let l2 = h.l2_ns;
         let b = h.drain_block_ns(4.0, 50.0, BlockPattern::Scattered);
-        assert!((b - (60.0 / 2.0 + 4.0 + 3.0 * 50.0)).abs() < 1e-9, "{b}");
+        assert!(
+            (b - (60.0 / 2.0 + 4.0 + 2.0 * 50.0 + l2)).abs() < 1e-9,
+            "{b}"
+        );
+        let first = b + h.drain_first_block_extra_ns(50.0, BlockPattern::Scattered);
+        assert!(
+            (first - (60.0 / 2.0 + 4.0 + 3.0 * 50.0)).abs() < 1e-9,
+            "{first}"
+        );
         let old = CodeHold::new(&m, KernelVersion::new(5, 4), 2.0);
-        let b_old = old.drain_block_ns(4.0, 50.0, BlockPattern::Scattered);
-        assert!((b_old - (30.0 + 4.0 + h.l2_ns + 2.0 * 50.0)).abs() < 1e-9);
+        let b_old = old.drain_block_ns(4.0, 50.0, BlockPattern::Scattered)
+            + old.drain_first_block_extra_ns(50.0, BlockPattern::Scattered);
+        assert!((b_old - (30.0 + 4.0 + l2 + 2.0 * 50.0)).abs() < 1e-9);
+        assert_eq!(
+            h.drain_first_block_extra_ns(50.0, BlockPattern::Sequential),
+            0.0
+        );
         // Sequential frees: only the free-list neighbour is remote.
         let b_seq = h.drain_block_ns(4.0, 50.0, BlockPattern::Sequential);
         assert!((b_seq - (30.0 + 4.0 + 2.0 * h.l2_ns + 50.0)).abs() < 1e-9);

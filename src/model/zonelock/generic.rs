@@ -499,7 +499,7 @@ impl ZoneLockModel {
                     .iter()
                     .map(|&(pages, count)| (pages, count as f64))
                     .collect::<Vec<_>>(),
-                self.fixed_ns(p, procs, HoldSide::Drain),
+                self.drain_fixed_ns(p, procs, sources),
                 self.free_ns_per_page(p, sources, order),
             )?;
             let think_free = match rule {
@@ -563,6 +563,45 @@ impl ZoneLockModel {
             }
     }
 
+    /// The fixed part of a drain hold among `procs` tasks whose lines come from `sources`, ns:
+    /// [`Self::fixed_ns`] of the drain side and, with the code-composed hold, the first block's
+    /// remote free-list neighbour ([`crate::model::hold::CodeHold::drain_first_block_extra_ns`]).
+    pub fn drain_fixed_ns(&self, p: &ZoneLockParams, procs: u32, sources: &[LineSource]) -> f64 {
+        self.fixed_ns(p, procs, HoldSide::Drain)
+            + self.code_hold.as_ref().map_or(0.0, |c| {
+                c.drain_first_block_extra_ns(mean_line_ns(sources), self.block_pattern)
+            })
+    }
+
+    /// Whether a refill whose head lines come from `s` reads its struct pages as a stream
+    /// (freshly split blocks, or sequential frees merged back): the code-composed hold then pays
+    /// a stream restart after a hand-over.
+    fn refill_streams(&self, s: &LineSource) -> bool {
+        s.name == "cold" || self.block_pattern == crate::model::hold::BlockPattern::Sequential
+    }
+
+    /// The fixed part of a refill hold among `procs` tasks whose head lines come from
+    /// `sources`, ns: [`Self::fixed_ns`] of the refill side, with the stream restart only for
+    /// the share of refills that read a stream.
+    pub fn refill_fixed_ns(&self, p: &ZoneLockParams, procs: u32, sources: &[LineSource]) -> f64 {
+        let streamed = self.fixed_ns(p, procs, HoldSide::Refill);
+        if self.code_hold.is_none() {
+            return streamed;
+        }
+        let unstreamed = self.fixed_ns(p, procs, HoldSide::Drain);
+        let total: f64 = sources.iter().map(|s| s.probability).sum();
+        if total <= 0.0 {
+            return streamed;
+        }
+        let share: f64 = sources
+            .iter()
+            .filter(|s| self.refill_streams(s))
+            .map(|s| s.probability)
+            .sum::<f64>()
+            / total;
+        share * streamed + (1.0 - share) * unstreamed
+    }
+
     /// One refill hold of `pages` pages of `order` whose struct-page lines come from `s`, ns:
     /// thread 000's `fixed_ns + pages (cpu + lines_per_page x line)`, or the code-composed hold
     /// (`s` is then the head line's source unless it is `cold`: freshly split blocks, streamed;
@@ -584,9 +623,7 @@ impl ZoneLockModel {
                         order,
                         crate::model::hold::p_other(procs),
                         c2c_ns,
-                        (s.name != "cold"
-                            && self.block_pattern == crate::model::hold::BlockPattern::Scattered)
-                            .then_some(s.line_ns),
+                        (!self.refill_streams(s)).then_some(s.line_ns),
                     )
                     .total(),
                 None => {

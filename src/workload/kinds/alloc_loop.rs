@@ -46,7 +46,6 @@ use crate::error::{Error, Result};
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
-use crate::model::hold::HoldSide;
 use crate::model::zonelock::generic;
 use crate::model::zonelock::{
     Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockHistFit, ZoneLockModel,
@@ -503,8 +502,12 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     let allocs = d.shape.allocs_per_iteration() as f64;
     let per_alloc = |holds: u64| holds as f64 / allocs;
     let (r, f) = (per_alloc(d.refills()), per_alloc(d.drains()));
-    let handover = r * case.model.fixed_ns(&case.params, z.procs, HoldSide::Refill)
-        + f * case.model.fixed_ns(&case.params, z.procs, HoldSide::Drain);
+    let handover = r * case
+        .model
+        .refill_fixed_ns(&case.params, z.procs, &z.line_sources)
+        + f * case
+            .model
+            .drain_fixed_ns(&case.params, z.procs, &z.line_sources);
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
     let work = case.params.work_ns_per_page;
@@ -550,7 +553,7 @@ fn hold_stat(z: &ZonePrediction, case: &LockCase, refill: bool) -> Stat {
             .collect()
     } else {
         let per_page = m.free_ns_per_page(&case.params, &z.line_sources, order);
-        let fixed = m.fixed_ns(&case.params, z.procs, HoldSide::Drain);
+        let fixed = m.drain_fixed_ns(&case.params, z.procs, &z.line_sources);
         d.free
             .iter()
             .map(|&(p, c)| (fixed + f64::from(p) * per_page, c as f64))
