@@ -15,6 +15,7 @@ pub mod error;
 pub mod fit;
 pub mod hw;
 pub mod import;
+pub mod input;
 pub mod kernel;
 pub mod measure;
 pub mod model;

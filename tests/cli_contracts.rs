@@ -336,3 +336,22 @@ fn plots_write_svg() {
         .unwrap()
         .contains("skylake-desktop"));
 }
+
+/// An input that never ends (a device, a wrong path to a huge file) is read only up to the
+/// input's size bound and refused with its name, instead of filling memory: `/dev/zero` as a
+/// machine file, a workload file and a pasted report (repro: `machine show /dev/zero` took
+/// 4.2 GB and 10 s before failing).
+#[test]
+fn endless_inputs_are_refused_at_the_size_bound() {
+    for args in [
+        vec!["machine", "show", "/dev/zero"],
+        vec!["workload", "show", "/dev/zero"],
+        vec!["import", "perf-lock", "/dev/zero"],
+        vec!["zoneinfo", "/dev/zero", "--kernel", "6.8"],
+    ] {
+        let out = cmd().args(&args).assert().code(2).get_output().clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("/dev/zero"), "{args:?}: {err}");
+        assert!(err.contains("larger than"), "{args:?}: {err}");
+    }
+}

@@ -464,3 +464,88 @@ fn a_kinds_check_names_the_line_of_the_bad_param() {
         );
     }
 }
+
+/// A field or parameter that the workload's kind does not read would be silently ignored: an
+/// optional field (`op.think_ns`), an unknown `params` name, a `freed_by` or a `free_pages`
+/// the kind cannot express are refused with the file, line and field (exit 2); the required
+/// fields the kind does not read are named in the prediction's notes, never dropped silently.
+/// (Found by mutating the built-in files: each of these once changed no number.)
+#[test]
+fn fields_a_kind_does_not_read_are_refused_or_reported() {
+    let pc = include_str!("../models/workloads/netperf-udp.toml");
+    let al = include_str!("../models/workloads/will-it-scale-page-fault1.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let set = |src: &str, key: &str, value: &str| -> String {
+        src.lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key} = ")) {
+                    format!("{key} = {value}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let think = al.replacen(
+        "phase_pages = ",
+        "think_ns = { value = 1e6, source = \"assumed: idle\" }\nphase_pages = ",
+        1,
+    );
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "think",
+            think,
+            "op.think_ns: kind alloc-loop does not read it",
+        ),
+        (
+            "banana",
+            format!("{pc}\nbanana_pages = {{ value = 7, source = \"assumed: x\" }}\n"),
+            "params.banana_pages: kind producer-consumer does not read it",
+        ),
+        (
+            "freed-same",
+            set(
+                pc,
+                "freed_by",
+                "{ value = \"same\", source = \"assumed: x\" }",
+            ),
+            "op.freed_by: kind producer-consumer has the partner",
+        ),
+        (
+            "free0",
+            set(al, "free_pages", "{ value = 0, source = \"assumed: x\" }"),
+            "op.free_pages: 0 pages freed per operation but 1 allocated",
+        ),
+    ];
+    for (name, text, want) in cases {
+        assert!(
+            text != pc && text != al,
+            "{name}: the mutation did not apply"
+        );
+        let file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&file, &text).unwrap();
+        let out = pcpmodel()
+            .args(["predict", "--workload", file.to_str().unwrap()])
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8_lossy(&out);
+        assert!(err.contains(&format!("{name}.toml:")), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    let out = pcpmodel()
+        .args(["predict", "--workload", "netperf-udp"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("not read by kind producer-consumer: op.touch_bytes_per_page, tasks.mode"),
+        "{text}"
+    );
+}

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use pcpmodel::measure::compare::compare_netperf;
 use pcpmodel::output::report::{sig, Format, Report, Table};
 use pcpmodel::Machine;
@@ -43,8 +42,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     }
     let machine = Machine::resolve(&args.machine)?;
     let label = args.measured.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.measured).with_context(|| format!("cannot read {label}"))?;
+    let text = pcpmodel::input::read_text(&args.measured, &label, pcpmodel::input::MAX_CSV_BYTES)?;
     let c = compare_netperf(&machine, &text, &label)?;
     let mut t = Table::new([
         "pcp->high (pages)",

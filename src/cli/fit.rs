@@ -161,8 +161,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 None => w.spec.reference_kernel()?,
             };
             let label = path.display().to_string();
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| pcpmodel::Error::io(&label, e))?;
+            let text = pcpmodel::input::read_text(&path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
             let base = Knobs {
                 kernel: Some(kernel),
                 ..Knobs::default()

@@ -133,14 +133,36 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
 }
 
 fn read_input(input: &str) -> anyhow::Result<(String, String)> {
+    let cap = pcpmodel::input::MAX_TEXT_BYTES;
+    let too_big = |label: &str| {
+        anyhow::anyhow!(
+            "{label}: larger than {} MiB, the most a pasted report is read to (is it the right file?)",
+            cap >> 20
+        )
+    };
+    let mut bytes = Vec::new();
     if input == "-" {
-        let mut s = String::new();
         std::io::stdin()
-            .read_to_string(&mut s)
+            .take(cap + 1)
+            .read_to_end(&mut bytes)
             .context("reading standard input")?;
-        return Ok((s, "<stdin>".to_string()));
+        if bytes.len() as u64 > cap {
+            return Err(too_big("<stdin>"));
+        }
+        return Ok((
+            String::from_utf8_lossy(&bytes).into_owned(),
+            "<stdin>".to_string(),
+        ));
     }
-    let bytes = std::fs::read(input).with_context(|| format!("reading {input}"))?;
+    if std::path::Path::new(input).is_dir() {
+        anyhow::bail!("{input}: is a directory, not a file");
+    }
+    std::fs::File::open(input)
+        .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("reading {input}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big(input));
+    }
     // Mail archives are not always UTF-8; undecodable bytes become U+FFFD.
     Ok((
         String::from_utf8_lossy(&bytes).into_owned(),

@@ -105,7 +105,7 @@ fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>>
     }
     opts.free = args.free.clone();
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| pcpmodel::Error::io(&label, e))?;
+    let text = pcpmodel::input::read_text(path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
     let pb = super::spinner(format!("validating {}", w.spec.name));
     let v = validate_workload(&w, &machine, &text, &label, &opts);
     pb.finish_and_clear();

@@ -266,6 +266,14 @@ pub fn show(args: WorkloadArgs, format: Format) -> anyhow::Result<ExitCode> {
         ),
         "basis: given = stated by the source; fitted = fitted to the data the source names (`fit` refits it); measured = measured directly; derived = computed, the source says how.".into(),
     ];
+    let unread = pcpmodel::workload::kind::unread_fields(w.kind.as_ref());
+    if !unread.is_empty() {
+        notes.push(format!(
+            "not read by kind {}: {} (they document the workload; no prediction uses them)",
+            w.kind.name(),
+            unread.join(", ")
+        ));
+    }
     if !s.unknown.is_empty() {
         notes.push("Not known:".into());
         notes.extend(s.unknown.iter().map(|u| format!("  - {u}")));

@@ -565,8 +565,11 @@ pub fn plot_latency(args: PlotLatencyArgs, format: Format) -> anyhow::Result<Exi
     let scale = s.case.scale_max_in_effect();
     let measured: Option<(String, Histogram)> = match &args.data {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| pcpmodel::Error::io(p.display().to_string(), e))?;
+            let text = pcpmodel::input::read_text(
+                p,
+                &p.display().to_string(),
+                pcpmodel::input::MAX_CSV_BYTES,
+            )?;
             Some((
                 p.display().to_string(),
                 Histogram::from_csv(&text, &p.display().to_string())?,

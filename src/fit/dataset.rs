@@ -173,7 +173,7 @@ impl Dataset {
     /// Reads and parses a CSV file (see [`Dataset::from_csv_str`]).
     pub fn from_csv_path(path: &Path, model: &dyn FitModel) -> Result<Dataset> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&name, e))?;
+        let text = crate::input::read_text(path, &name, crate::input::MAX_CSV_BYTES)?;
         Dataset::from_csv_str(&text, &name, model)
     }
 

@@ -191,6 +191,88 @@ impl Knobs {
     }
 }
 
+/// Fields every workload file has (the schema requires them), by dotted name.
+pub const REQUIRED_FIELDS: [&str; 9] = [
+    "op.order",
+    "op.alloc_pages",
+    "op.free_pages",
+    "op.freed_by",
+    "op.touch_bytes_per_page",
+    "op.work",
+    "tasks.count",
+    "tasks.nodes",
+    "tasks.mode",
+];
+
+/// Fields a workload file may leave out, by dotted name.
+pub const OPTIONAL_FIELDS: [&str; 4] = [
+    "op.placement",
+    "op.think_ns",
+    "op.phase_pages",
+    "tasks.memcgs",
+];
+
+fn optional_present(w: &WorkloadSpec, field: &str) -> bool {
+    match field {
+        "op.placement" => w.op.placement.is_some(),
+        "op.think_ns" => w.op.think_ns.is_some(),
+        "op.phase_pages" => w.op.phase_pages.is_some(),
+        "tasks.memcgs" => w.tasks.memcgs.is_some(),
+        _ => false,
+    }
+}
+
+/// Refuses what `kind` would silently ignore in `w`: an optional field it does not read, or a
+/// `params` name it does not read (the errors name the field; the registry adds file and line).
+pub fn check_fields(kind: &dyn Kind, w: &WorkloadSpec) -> Result<()> {
+    let label = format!("workload {}", w.name);
+    if let Some(read) = kind.fields_read() {
+        for f in OPTIONAL_FIELDS {
+            if optional_present(w, f) && !read.contains(&f) {
+                return Err(Error::invalid(
+                    &label,
+                    f,
+                    format!(
+                        "kind {} does not read it (a prediction would ignore it): remove it, or use a kind that models it",
+                        kind.name()
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(read) = kind.params_read() {
+        if let Some(name) = w.params.keys().find(|n| !read.contains(&n.as_str())) {
+            return Err(Error::invalid(
+                &label,
+                format!("params.{name}"),
+                format!(
+                    "kind {} does not read it; its parameters are {}",
+                    kind.name(),
+                    if read.is_empty() {
+                        "none".to_string()
+                    } else {
+                        read.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The required fields of a workload file that `kind`'s prediction does not read (they
+/// document the workload; changing them changes no number), for `workload show` and the
+/// prediction's notes.
+pub fn unread_fields(kind: &dyn Kind) -> Vec<&'static str> {
+    kind.fields_read().map_or_else(Vec::new, |read| {
+        REQUIRED_FIELDS
+            .iter()
+            .copied()
+            .filter(|f| !read.contains(f))
+            .collect()
+    })
+}
+
 /// The flag (without `--`) of a kind-specific knob: `memcg_charge_batch` is `charge-batch`, the
 /// others their name with `-` for `_`.
 pub fn extra_flag(name: &str) -> String {
@@ -356,6 +438,16 @@ pub trait Kind: Send + Sync {
     fn mechanisms(&self) -> &'static [Mechanism];
     /// Knobs it reads (flag names without `--`).
     fn knobs(&self) -> &'static [&'static str];
+    /// The fields of [`REQUIRED_FIELDS`] and [`OPTIONAL_FIELDS`] its prediction reads (None:
+    /// not declared, nothing checked). An optional field set in a file but not read is refused;
+    /// a required one not read is reported as such ([`unread_fields`]).
+    fn fields_read(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+    /// The `params` names it reads (None: not declared); any other name in a file is refused.
+    fn params_read(&self) -> Option<&'static [&'static str]> {
+        None
+    }
     /// The kernel it evaluates when `--kernel` is not given: [`KernelVersion::DEFAULT`] unless
     /// the kind says otherwise (what [`super::not_modelled`] compares with the reference).
     fn default_kernel(&self, _w: &WorkloadSpec) -> Result<crate::kernel::version::KernelVersion> {

@@ -110,6 +110,14 @@ impl Workload {
             ..knobs.clone()
         };
         super::not_modelled::add(&mut p.report, &self.spec, self.kind.name(), &evaluated)?;
+        let unread = super::kind::unread_fields(self.kind.as_ref());
+        if !unread.is_empty() {
+            p.report.notes.push(format!(
+                "not read by kind {}: {} (the file's values document the workload; changing them changes no number here)",
+                self.kind.name(),
+                unread.join(", ")
+            ));
+        }
         Ok(p)
     }
 }
@@ -176,12 +184,14 @@ impl Registry {
                 .map_or(0, |i| i + 1);
             Error::parse(label, line, "kind", e.to_string())
         })?;
-        kind.check(&spec).map_err(|e| match e {
-            Error::Invalid { field, message, .. } => {
-                crate::hw::machine::locate_invalid(Error::invalid(label, field, message), text)
-            }
-            other => other,
-        })?;
+        kind.check(&spec)
+            .and_then(|()| super::kind::check_fields(kind.as_ref(), &spec))
+            .map_err(|e| match e {
+                Error::Invalid { field, message, .. } => {
+                    crate::hw::machine::locate_invalid(Error::invalid(label, field, message), text)
+                }
+                other => other,
+            })?;
         Ok(Workload { spec, kind, origin })
     }
 
@@ -221,7 +231,7 @@ impl Registry {
         let looks_like_path =
             name_or_path.contains(std::path::MAIN_SEPARATOR) || name_or_path.ends_with(".toml");
         if looks_like_path || (p.is_file() && self.builtin_workload(name_or_path).is_err()) {
-            let text = std::fs::read_to_string(p).map_err(|e| Error::io(name_or_path, e))?;
+            let text = crate::input::read_text(p, name_or_path, crate::input::MAX_TOML_BYTES)?;
             return self.from_toml_str(&text, name_or_path, Origin::File(name_or_path.into()));
         }
         self.builtin_workload(name_or_path)

@@ -336,13 +336,8 @@ impl WorkloadSpec {
         if self.op.work.ns.is_some() && self.op.work.cycles.is_some() {
             return Err(inv("op.work", "give ns or cycles, not both".into()));
         }
-        if self.op.freed_by.value == FreedBy::Partner && self.op.placement.is_none() {
-            return Err(inv(
-                "op.placement",
-                "freed_by = partner needs a placement (smt, same-llc, cross-llc, cross-socket)"
-                    .into(),
-            ));
-        }
+        // Whether a partner needs a placement is the kind's to say (a kind that places the
+        // partner refuses a file without one: crate::workload::kinds::producer_consumer).
         for (field, q) in self.quantities() {
             if !q.value.is_finite() || q.value < 0.0 {
                 return Err(inv(

@@ -51,7 +51,7 @@ impl Machine {
     /// Loads a machine from a TOML file.
     pub fn from_path(path: &std::path::Path) -> Result<Machine> {
         let label = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&label, e))?;
+        let text = crate::input::read_text(path, &label, crate::input::MAX_TOML_BYTES)?;
         Self::from_toml_str(&text, &label)
     }
 

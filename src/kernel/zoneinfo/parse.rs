@@ -505,7 +505,7 @@ pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
 /// Reads and parses a zoneinfo file.
 pub fn read_zoneinfo(path: &std::path::Path) -> Result<ZoneInfo> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&label, e))?;
+    let text = crate::input::read_text(path, &label, crate::input::MAX_TEXT_BYTES)?;
     parse_zoneinfo(&text, &label)
 }
 

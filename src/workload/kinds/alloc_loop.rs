@@ -716,6 +716,28 @@ impl Kind for AllocLoop {
             "order",
         ]
     }
+    fn fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&[
+            "op.order",
+            "op.alloc_pages",
+            "op.free_pages",
+            "op.freed_by",
+            "op.work",
+            "op.phase_pages",
+            "tasks.count",
+            "tasks.nodes",
+        ])
+    }
+    fn params_read(&self) -> Option<&'static [&'static str]> {
+        Some(&[
+            "probe_ns",
+            "alloc_work_share",
+            "clock_ghz",
+            "lru_pages",
+            "exit_pgd_order",
+            "vmstat_interval_ms",
+        ])
+    }
     /// The workload's reference kernel (its lock parameters and work come from there).
     fn default_kernel(&self, w: &WorkloadSpec) -> Result<KernelVersion> {
         w.reference_kernel()
@@ -741,7 +763,7 @@ impl Kind for AllocLoop {
                 "kind alloc-loop frees on the allocating CPU (same) or not at all (later)",
             ));
         }
-        Ok(())
+        super::require_every_page_freed(w)
     }
     fn predict(&self, w: &WorkloadSpec, m: &Machine, k: &Knobs) -> Result<Predicted> {
         let case = lock_case(w, m, k)?;

@@ -125,6 +125,12 @@ impl Kind for HighOrderFault {
     fn knobs(&self) -> &'static [&'static str] {
         &["tasks", "order", "high-order-pcp"]
     }
+    fn fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["op.order", "tasks.count"])
+    }
+    fn params_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["run_s", "high_order_pcp"])
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["run_s", "high_order_pcp"])
     }

@@ -132,6 +132,12 @@ impl Kind for MemcgCharge {
             "memcg-redraw",
         ]
     }
+    fn fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["tasks.count", "tasks.memcgs"])
+    }
+    fn params_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["memcg_charge_batch", "cgroup_depth", "memcg_redraw"])
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["memcg_charge_batch", "cgroup_depth"])
     }

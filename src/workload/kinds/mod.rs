@@ -95,3 +95,20 @@ pub(crate) fn require_params(w: &WorkloadSpec, names: &[&str]) -> Result<()> {
     }
     Ok(())
 }
+
+/// Checks `op.free_pages == op.alloc_pages`: the kinds that read both free every page they
+/// allocate (in the interval, after it, or by the partner), so another ratio is not expressible.
+pub(crate) fn require_every_page_freed(w: &WorkloadSpec) -> Result<()> {
+    let (a, f) = (w.op.alloc_pages.value, w.op.free_pages.value);
+    if a != f {
+        return Err(Error::invalid(
+            format!("workload {}", w.name),
+            "op.free_pages",
+            format!(
+                "{f} pages freed per operation but {a} allocated: kind {} frees every page it allocates (freed_by says who and when), so the two must be equal",
+                w.kind
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -31,6 +31,12 @@ impl Kind for NumaStat {
     fn knobs(&self) -> &'static [&'static str] {
         &["tasks", "numa-stat"]
     }
+    fn fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["tasks.count"])
+    }
+    fn params_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["numa_stat"])
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["numa_stat"])
     }

@@ -52,6 +52,7 @@ use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
 use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
+use crate::workload::spec::FreedBy;
 use crate::workload::spec::{Basis, WorkloadSpec};
 use crate::workload::NodeSpan;
 
@@ -303,8 +304,34 @@ impl Kind for ProducerConsumer {
     fn knobs(&self) -> &'static [&'static str] {
         KNOBS
     }
+    fn fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&[
+            "op.order",
+            "op.alloc_pages",
+            "op.free_pages",
+            "op.freed_by",
+            "op.placement",
+            "op.work",
+            "tasks.count",
+            "tasks.nodes",
+        ])
+    }
+    fn params_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["consumer_allocs_per_free", "free_run_pages"])
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["consumer_allocs_per_free"])?;
+        if w.op.freed_by.value != FreedBy::Partner {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.freed_by",
+                format!(
+                    "kind producer-consumer has the partner (the receiver) free every page; freed_by = {} is another kind's (alloc-loop: same or later)",
+                    serde_json::to_string(&w.op.freed_by.value).unwrap_or_default()
+                ),
+            ));
+        }
+        super::require_every_page_freed(w)?;
         if w.op.work.quantity().is_none() {
             return Err(Error::invalid(
                 format!("workload {}", w.name),
