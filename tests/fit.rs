@@ -623,7 +623,7 @@ fn csv_errors_name_row_and_column() {
         e.starts_with("data.csv:2: t_us:") && e.contains("empty"),
         "{e}"
     );
-    let e = csv_err("y_ns,x,t_us\n1,2,3\n1,2\n");
+    let e = csv_err("y_ns,note,t_us\n1,2,3\n1,2\n");
     assert!(
         e.starts_with("data.csv:3: t_us:") && e.contains("fields"),
         "{e}"

@@ -91,7 +91,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             },
         ]);
     }
-    let notes =
+    let mut notes =
         vec![
             format!("Blind parameters: {}.", c.blind_source),
             format!(
@@ -122,6 +122,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 c.fit_rms_pct.map_or("-".into(), |r| format!("{r:.1} %"))
             ),
         ];
+    notes.extend(c.notes.iter().cloned());
     let report = Report {
         json: serde_json::to_value(&c)?,
         tables: vec![t, p],

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pcpmodel::bounds::Range;
-use pcpmodel::fit::{fit, Dataset, FitModel, Residual};
+use pcpmodel::fit::{fit, CsvColumns, Dataset, FitModel, Residual, SWEEP_COLUMNS};
 use pcpmodel::output::report::Format;
 use pcpmodel::workload::fit::WorkloadFit;
 use pcpmodel::workload::registry::Workload;
@@ -37,8 +37,21 @@ workload file gets (--generic forces it):
               the NUMA span and the placement are the workload file's.
   target      the one column named like an output of the prediction: ns_per_op,
               throughput_per_task, throughput_total, or a kind output (score, ...)
-Columns label, name, machine and note are ignored; any other column is an error naming
-file:line:column.
+              A `measure pcp --out` sweep is read as it is: pcp_high_pages is the knob high,
+              a netperf-udp score (Mbit/s received) the output throughput_mbps.
+Columns label, name, machine and note are not read (a thread's own fit also accepts the other
+columns of its thread's tables, e.g. high_label, annotation, and a `measure pcp` sweep's);
+any other column, or a row with more fields than the header, is an error naming
+file:line:column. A machine column must name one machine: rows of another built-in machine
+than --machine are an error naming the line (another name, such as `host`, gets a note); a
+workload column must name the workload fitted. A histogram (lo_ns, hi_ns, count) must be one
+histogram as `import` writes it: ascending buckets, each starting at the previous end + 1 (no
+gap, overlap or duplicate), not every count 0.
+Leave-one-out refits one row at a time up to 200 rows (LOO_MAX_ROWS); a larger CSV is fitted
+without them, with a note. A fit whose parameters the data do not determine (as many rows as
+free parameters, a singular Jacobian such as every row at the same inputs) gives no intervals
+and a warning on stderr and in the JSON `warnings`. --fix and --free of the same parameter is
+an error.
 
 Lines starting with # are comments. Parameters a thread's fit holds at their documented
 physical values stay held unless freed with --free; --fix holds any parameter at a value.
@@ -50,10 +63,11 @@ of the data gets a warning on stderr.
 Exit status: 0 converged; 1 the fit did not converge (the report says why); 2 bad input.
 
 Examples:
-  pcpmodel data 004_netperf_pcp_high --format csv | grep icelake > icx.csv
+  pcpmodel data 004_netperf_pcp_high --format csv | grep -e pcp_high -e icelake > icx.csv
   pcpmodel fit --workload netperf-udp icx.csv --machine icelake-server
   pcpmodel fit --model netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines
-  pcpmodel fit --workload my-loop.toml sweep.csv --free op.work.ns",
+  pcpmodel measure pcp --workload netperf-udp --out sweep.csv
+  pcpmodel fit --workload my-loop.toml sweep.csv --generic --free op.work.ns --machine host.toml",
         workloads_help()
     )
 }
@@ -121,6 +135,58 @@ fn native_fit(w: &Workload, machine: &Machine) -> anyhow::Result<Option<NativeFi
     }))
 }
 
+/// The columns a kind's own fit accepts without reading them: those of its thread's built-in
+/// tables that hold the fit's columns (`data NAME --format csv` output fits as it is: e.g.
+/// thread 004's `high_label`, `annotation`), and for a fit of `pcp_high_pages` and `score` the
+/// further columns `measure pcp --out` writes ([`SWEEP_COLUMNS`]).
+fn native_extra_columns(w: &Workload, model: &dyn FitModel) -> Vec<String> {
+    let needed: Vec<String> = model
+        .inputs()
+        .into_iter()
+        .map(|i| i.name)
+        .chain(std::iter::once(model.target().name))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |c: &str| {
+        if !needed.iter().any(|n| n == c) && !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    };
+    if let Some(thread) = &w.spec.thread {
+        for t in pcpmodel::data::catalogue() {
+            if t.thread != thread.as_str() {
+                continue;
+            }
+            let Ok(cols) = t.columns() else { continue };
+            if needed.iter().all(|n| cols.contains(n)) {
+                for c in &cols {
+                    add(c);
+                }
+            }
+        }
+    }
+    if needed.iter().all(|n| n == "pcp_high_pages" || n == "score") {
+        for c in SWEEP_COLUMNS {
+            add(c);
+        }
+    }
+    out
+}
+
+/// The names a `workload` column may give the rows of a fit of `w` (its name, its aliases and
+/// what the user typed).
+pub(crate) fn workload_names<'a>(w: &'a Workload, typed: &'a str) -> Vec<&'a str> {
+    let mut v = vec![w.spec.name.as_str(), typed];
+    v.extend(w.spec.aliases.iter().map(String::as_str));
+    v.extend(
+        pcpmodel::fit::MEASURE_PCP_WORKLOADS
+            .iter()
+            .filter(|(_, b)| *b == w.spec.name)
+            .map(|(m, _)| *m),
+    );
+    v
+}
+
 /// Runs `pcpmodel fit`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     pcpmodel::bounds::FIT_STARTS
@@ -151,8 +217,21 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                         w.spec.name
                     );
             }
-            let ds = Dataset::from_csv_path(&path, n.model.as_ref())?;
+            let label = path.display().to_string();
+            let text = pcpmodel::input::read_text(&path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
+            let extra = native_extra_columns(&w, n.model.as_ref());
+            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+            let ds = Dataset::from_csv_str_with(
+                &text,
+                &label,
+                n.model.as_ref(),
+                CsvColumns {
+                    allowed: &extra,
+                    aliases: &[],
+                },
+            )?;
             ds.check_ranges(n.columns)?;
+            ds.check_histogram()?;
             (n.model, ds, n.default_fixed, "the thread's own fit")
         }
         None => {
@@ -166,11 +245,27 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 kernel: Some(kernel),
                 ..Knobs::default()
             };
-            let m = WorkloadFit::for_csv(&w, &machine, base, &text, &label, &args.free)?;
-            let ds = m.dataset(&text, &label)?;
+            // A `measure pcp` sweep is read as validate reads it (pcp_high_pages is the knob
+            // high; a netperf-udp score is throughput_mbps).
+            let sweep = pcpmodel::validate::workload::sweep_header(&text);
+            let m = WorkloadFit::for_csv(
+                &w,
+                &machine,
+                base,
+                sweep.as_ref().map_or(text.as_str(), |s| s.header.as_str()),
+                &label,
+                &args.free,
+            )?;
+            let ds =
+                pcpmodel::validate::workload::generic_dataset(&m, &text, &label, sweep.as_ref())?;
             (Box::new(m), ds, &[], "the generic workload fit")
         }
     };
+    let machine_note = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())?;
+    ds.check_workload(
+        &format!("--workload {}", args.workload),
+        &workload_names(&w, &args.workload),
+    )?;
     let specs = model.params();
     let names: Vec<&str> = specs.iter().map(|p| p.name.as_str()).collect();
     let check = |n: &str| -> anyhow::Result<()> {
@@ -198,6 +293,12 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("--fix {f}: expected NAME=VALUE"))?;
         check(n.trim())?;
+        if args.free.iter().any(|f| f == n.trim()) {
+            anyhow::bail!(
+                "--fix {f} and --free {}: a parameter is either held at a value or fitted, not both",
+                n.trim()
+            );
+        }
         let v: f64 = v
             .trim()
             .parse()
@@ -242,6 +343,15 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             ds.source
         ),
     );
+    if !ds.columns_not_read.is_empty() {
+        report.notes.push(format!(
+            "columns not read by this fit: {}",
+            ds.columns_not_read.join(", ")
+        ));
+    }
+    if let Some(n) = machine_note {
+        report.notes.push(n);
+    }
     if let (false, false, Some(why)) = (args.loo, args.no_loo, model.loo_skipped_by_default()) {
         report.notes.push(format!(
             "no leave-one-out by default for {}: {why}",

@@ -18,7 +18,12 @@ Without --workload: the seed threads' tables (the `thread` of every built-in wor
 With --workload W: W's thread's tables; with --workload W --data CSV: W against the CSV, whose
 columns are knob columns (tasks, high, batch, order, scale_max, free_high_threshold, free_high,
 and the kind's own knobs; numeric only) and one target column named like an output of the
-prediction (ns_per_op, throughput_per_task, throughput_total, score, ...), as in `fit --help`.
+prediction (ns_per_op, throughput_per_task, throughput_total, score, ...), as in `fit --help`;
+or the sweep `measure pcp --out` writes, read as it is: its pcp_high_pages column is the knob
+high, a netperf-udp score (Mbit/s received) the output throughput_mbps, its other columns are
+not read. A machine column naming another built-in machine than --machine, a workload column
+naming another built-in workload, or a row the workload refuses (more tasks than CPUs) is an
+error naming the file, line and column.
 Every row is predicted blind from the workload file (role no_fit: nothing fitted to the CSV);
 when the workload has quantities with basis \"fitted\" (or --free ones) and the CSV has at least
 3 rows, they are fitted to all rows (fitted) and each row is predicted by the fit without it (loo).

@@ -28,19 +28,108 @@ pub struct Dataset {
     pub lines: Vec<usize>,
     /// Where the data came from (file name or label).
     pub source: String,
+    /// Columns of the file that no input or target reads (descriptive columns the caller
+    /// allowed: `machine`, `note`, a sweep's spread, ...), in header order: a caller says so.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub columns_not_read: Vec<String>,
+    /// The cells of the tag columns ([`TAG_COLUMNS`]: `machine`, `workload`) present in the
+    /// file, one vector per column (one cell per row, empty when the row has none).
+    #[serde(skip)]
+    pub tags: Vec<(String, Vec<String>)>,
+    /// (model column, name in the file) for the inputs read under another name.
+    #[serde(skip)]
+    pub aliases: Vec<(String, String)>,
 }
 
 /// Columns used as row labels, in order of preference.
 const LABEL_COLUMNS: &[&str] = &["label", "name", "machine"];
 
+/// Columns every measurement CSV may carry besides the model's: labels and a note. They are
+/// not read (the label of a row excepted).
+pub const DESCRIPTIVE_COLUMNS: &[&str] = &["label", "name", "machine", "note"];
+
+/// Columns whose cells are kept ([`Dataset::tags`]) so that a caller can check them against
+/// the run: the machine and the workload a row was measured on.
+pub const TAG_COLUMNS: &[&str] = &["machine", "workload"];
+
+/// The columns `pcpmodel measure pcp --out` writes besides `machine`, `pcp_high_pages` and
+/// `score` (the spread of the repeats, the live pcp->high range, the sysctl and the workload):
+/// accepted and not read by the fits that read such a sweep.
+pub const SWEEP_COLUMNS: &[&str] = &[
+    "score_q1",
+    "score_q3",
+    "score_min",
+    "score_max",
+    "n",
+    "high_min",
+    "high_max",
+    "percpu_pagelist_high_fraction",
+    "workload",
+];
+
+/// The `workload` cells `measure pcp --out` writes, with the built-in workload each measures
+/// (`page-fault` has none with a pcp->high model).
+pub const MEASURE_PCP_WORKLOADS: &[(&str, &str)] = &[
+    ("netperf-udp", "netperf-udp"),
+    ("af-unix", "lmbench-af-unix"),
+];
+
+/// Which columns of a CSV a caller accepts besides the model's inputs and target and
+/// [`DESCRIPTIVE_COLUMNS`], and the names under which the file may give a model column.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CsvColumns<'a> {
+    /// Further columns accepted and not read (e.g. [`SWEEP_COLUMNS`], a data table's notes).
+    pub allowed: &'a [&'a str],
+    /// (model column, name in the file): the file may name the model's column so (e.g. `high`
+    /// written `pcp_high_pages`, as `measure pcp` does).
+    pub aliases: &'a [(&'a str, &'a str)],
+}
+
+/// Longest echo of a cell in an error message, characters.
+const MAX_ECHO_CHARS: usize = 40;
+
+/// A cell (or any user text) as an error message shows it: control characters escaped (a NUL
+/// or a tab is visible), at most [`MAX_ECHO_CHARS`] characters with `…` when cut (a
+/// two-million-digit cell is not echoed in full).
+pub fn echo(cell: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in cell.chars().enumerate() {
+        if n == MAX_ECHO_CHARS {
+            out.push('…');
+            return out;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl Dataset {
-    /// Parses CSV text whose header names the model's inputs and target (in any order; other
-    /// columns such as `machine` or `note` are ignored). Lines starting with `#` are comments.
+    /// Parses CSV text whose header names the model's inputs and target (in any order), plus
+    /// at most the [`DESCRIPTIVE_COLUMNS`] (`label`, `name`, `machine`, `note`). Lines starting
+    /// with `#` are comments. See [`Dataset::from_csv_str_with`] for the errors.
+    pub fn from_csv_str(text: &str, label: &str, model: &dyn FitModel) -> Result<Dataset> {
+        Self::from_csv_str_with(text, label, model, CsvColumns::default())
+    }
+
+    /// Parses CSV text whose header names the model's inputs and target (in any order, a
+    /// model column possibly under one of `cols.aliases`' names); the other columns must be
+    /// [`DESCRIPTIVE_COLUMNS`] or in `cols.allowed` (they are not read: listed in
+    /// [`Dataset::columns_not_read`]). Lines starting with `#` are comments.
     ///
     /// Errors ([`Error::Parse`], naming `label`, the 1-based line and the column): no header,
-    /// a missing or duplicated column, no data rows, a short row, an empty, non-numeric, NaN or
-    /// infinite cell.
-    pub fn from_csv_str(text: &str, label: &str, model: &dyn FitModel) -> Result<Dataset> {
+    /// a missing, unknown or duplicated column, no data rows, a short row, a row with more
+    /// (non-empty) fields than the header, an empty, non-numeric, NaN or infinite cell.
+    /// Echoed cells are cut to 40 characters and their control characters escaped.
+    pub fn from_csv_str_with(
+        text: &str,
+        label: &str,
+        model: &dyn FitModel,
+        cols: CsvColumns<'_>,
+    ) -> Result<Dataset> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let header_line = header_line(text).ok_or_else(|| {
             Error::parse(
@@ -61,13 +150,20 @@ impl Dataset {
             .map(str::to_string)
             .collect();
         let needed = needed_columns(model);
+        let in_file = |col: &str| -> String {
+            cols.aliases
+                .iter()
+                .find(|(m, f)| *m == col && headers.iter().any(|h| h == f))
+                .map_or_else(|| col.to_string(), |(_, f)| f.to_string())
+        };
+        let file_names: Vec<String> = needed.iter().map(|c| in_file(c)).collect();
         let specs = model.inputs();
         let mut index = Vec::with_capacity(needed.len());
-        for col in &needed {
+        for (col, fcol) in needed.iter().zip(&file_names) {
             let hits: Vec<usize> = headers
                 .iter()
                 .enumerate()
-                .filter(|(_, h)| *h == col)
+                .filter(|(_, h)| *h == fcol)
                 .map(|(i, _)| i)
                 .collect();
             match hits.as_slice() {
@@ -76,17 +172,23 @@ impl Dataset {
                     let near = headers
                         .iter()
                         .find(|h| h.eq_ignore_ascii_case(col))
-                        .map(|h| format!(" (found '{h}': names are case-sensitive)"))
+                        .map(|h| format!(" (found '{}': names are case-sensitive)", echo(h)))
                         .unwrap_or_default();
+                    let alias = cols
+                        .aliases
+                        .iter()
+                        .filter(|(m, _)| m == col)
+                        .map(|(_, f)| format!(" (or '{f}')"))
+                        .collect::<String>();
                     return Err(Error::parse(
                         label,
                         header_line,
                         col.as_str(),
                         format!(
-                            "missing column '{col}'{near}; model '{}' needs columns {}; the header has {}",
+                            "missing column '{col}'{alias}{near}; model '{}' needs columns {}; the header has {}",
                             model.name(),
                             needed.join(", "),
-                            headers.join(", ")
+                            echo_list(&headers)
                         ),
                     ));
                 }
@@ -94,15 +196,57 @@ impl Dataset {
                     return Err(Error::parse(
                         label,
                         header_line,
-                        col.as_str(),
-                        format!("column '{col}' appears {} times in the header", hits.len()),
+                        fcol.as_str(),
+                        format!("column '{fcol}' appears {} times in the header", hits.len()),
                     ))
                 }
             }
         }
+        let mut columns_not_read = Vec::new();
+        for (i, h) in headers.iter().enumerate() {
+            if index.contains(&i) {
+                continue;
+            }
+            if DESCRIPTIVE_COLUMNS.contains(&h.as_str()) || cols.allowed.contains(&h.as_str()) {
+                columns_not_read.push(h.clone());
+                continue;
+            }
+            let mut accepted: Vec<&str> = DESCRIPTIVE_COLUMNS.to_vec();
+            for a in cols.allowed {
+                if !accepted.contains(a) {
+                    accepted.push(a);
+                }
+            }
+            let why = if h.is_empty() {
+                "an empty column name (a trailing comma in the header?)".to_string()
+            } else {
+                format!("unknown column '{}'", echo(h))
+            };
+            return Err(Error::invalid(
+                format!("{label}:{header_line}:{}", i + 1),
+                echo(h),
+                format!(
+                    "{why}: model '{}' reads {} and accepts (without reading them) {}; a column \
+                     nothing reads would be silently ignored, so it is refused (remove it or \
+                     rename it to note)",
+                    model.name(),
+                    file_names.join(", "),
+                    accepted.join(", ")
+                ),
+            ));
+        }
         let label_index = LABEL_COLUMNS
             .iter()
             .find_map(|name| headers.iter().position(|h| h == name));
+        let tag_index: Vec<(String, usize)> = TAG_COLUMNS
+            .iter()
+            .filter_map(|t| {
+                headers
+                    .iter()
+                    .position(|h| h == t)
+                    .map(|i| (t.to_string(), i))
+            })
+            .collect();
         let n_inputs = needed.len() - 1;
         let mut data = Dataset {
             inputs: needed[..n_inputs].to_vec(),
@@ -112,21 +256,51 @@ impl Dataset {
             row_labels: Vec::new(),
             lines: Vec::new(),
             source: label.to_string(),
+            columns_not_read,
+            tags: tag_index
+                .iter()
+                .map(|(t, _)| (t.clone(), Vec::new()))
+                .collect(),
+            aliases: needed
+                .iter()
+                .zip(&file_names)
+                .filter(|(m, f)| m != f)
+                .map(|(m, f)| (m.clone(), f.clone()))
+                .collect(),
         };
         for (row_no, rec) in rdr.records().enumerate() {
             let rec = rec.map_err(|e| csv_error(label, text, e))?;
             let line = rec
                 .position()
                 .map_or(0, |p| record_line(text, p.byte(), p.line()));
+            if let Some((i, cell)) = rec
+                .iter()
+                .enumerate()
+                .skip(headers.len())
+                .find(|(_, c)| !c.is_empty())
+            {
+                return Err(Error::invalid(
+                    format!("{label}:{line}:{}", i + 1),
+                    "row",
+                    format!(
+                        "data row {}: {} fields under a header of {}: the extra value '{}' would \
+                         be dropped (a comma inside a value needs quotes)",
+                        row_no + 1,
+                        rec.len(),
+                        headers.len(),
+                        echo(cell)
+                    ),
+                ));
+            }
             let mut values = Vec::with_capacity(needed.len());
-            for (col, &i) in needed.iter().zip(&index) {
+            for (fcol, &i) in file_names.iter().zip(&index) {
                 let cell = rec.get(i).ok_or_else(|| {
                     Error::parse(
                         label,
                         line,
-                        col.as_str(),
+                        fcol.as_str(),
                         format!(
-                            "data row {}: the row has {} fields, column '{col}' is field {}",
+                            "data row {}: the row has {} fields, column '{fcol}' is field {}",
                             row_no + 1,
                             rec.len(),
                             i + 1
@@ -142,11 +316,11 @@ impl Dataset {
                         return Err(Error::parse(
                             label,
                             line,
-                            col.as_str(),
+                            fcol.as_str(),
                             format!("data row {}: {why}", row_no + 1),
                         ))
                     }
-                    None => parse_cell(cell, label, line, row_no + 1, col)?,
+                    None => parse_cell(cell, label, line, row_no + 1, fcol)?,
                 });
             }
             let y = values.pop().unwrap_or(f64::NAN);
@@ -155,9 +329,12 @@ impl Dataset {
             let row_label = label_index
                 .and_then(|i| rec.get(i))
                 .filter(|s| !s.is_empty())
-                .map_or_else(|| format!("line {line}"), str::to_string);
+                .map_or_else(|| format!("line {line}"), echo);
             data.row_labels.push(row_label);
             data.lines.push(line);
+            for ((_, cells), (_, i)) in data.tags.iter_mut().zip(&tag_index) {
+                cells.push(rec.get(*i).unwrap_or("").to_string());
+            }
         }
         if data.y.is_empty() {
             return Err(Error::parse(
@@ -225,6 +402,9 @@ impl Dataset {
             row_labels: (1..=n).map(|i| format!("row {i}")).collect(),
             lines: vec![0; n],
             source,
+            columns_not_read: Vec::new(),
+            tags: Vec::new(),
+            aliases: Vec::new(),
         })
     }
 
@@ -247,11 +427,249 @@ impl Dataset {
                     return Err(Error::parse(
                         &self.source,
                         line,
-                        *col,
+                        self.file_column(col),
                         format!("{row}: {m}"),
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The name the file gives the model column `col` (itself unless read under an alias).
+    pub fn file_column<'a>(&'a self, col: &'a str) -> &'a str {
+        self.aliases
+            .iter()
+            .find(|(m, _)| m == col)
+            .map_or(col, |(_, f)| f.as_str())
+    }
+
+    /// The cells of tag column `name` (`machine`, `workload`), one per row, if the file has it.
+    pub fn tag(&self, name: &str) -> Option<&[String]> {
+        self.tags
+            .iter()
+            .find(|(t, _)| t == name)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Checks that every row names the one machine the data are fitted or compared on (the
+    /// `machine` column, if any; empty cells pass): rows of two machines in one file, or rows
+    /// of a built-in machine (`is_builtin`) other than `machine`, are an [`Error::Parse`]
+    /// naming the line. A single other name that is not a built-in machine (`host`, as
+    /// `measure pcp` writes) passes, with a note returned for the caller to print.
+    pub fn check_machine(
+        &self,
+        machine: &str,
+        is_builtin: impl Fn(&str) -> bool,
+    ) -> Result<Option<String>> {
+        let Some(cells) = self.tag("machine") else {
+            return Ok(None);
+        };
+        let mut first: Option<(usize, &str)> = None;
+        for (i, c) in cells.iter().enumerate() {
+            if c.is_empty() {
+                continue;
+            }
+            match first {
+                None => first = Some((i, c)),
+                Some((i0, c0)) if c0 != c => {
+                    let (line, row) = self.locate(i);
+                    return Err(Error::parse(
+                        &self.source,
+                        line,
+                        "machine",
+                        format!(
+                            "{row}: machine '{}', but line {} says '{}': a fit or comparison is \
+                             of one machine (--machine {machine}); split the file, e.g. with \
+                             grep -e pcp_high -e NAME",
+                            echo(c),
+                            self.lines[i0],
+                            echo(c0)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        match first {
+            Some((i, c)) if c != machine && is_builtin(c) => {
+                let (line, row) = self.locate(i);
+                Err(Error::parse(
+                    &self.source,
+                    line,
+                    "machine",
+                    format!(
+                        "{row}: the rows were measured on machine '{}', but --machine is \
+                         {machine}: give --machine {} (or remove the rows)",
+                        echo(c),
+                        echo(c)
+                    ),
+                ))
+            }
+            Some((_, c)) if c != machine => Ok(Some(format!(
+                "the machine column says '{}' (not a built-in machine): the rows are taken as \
+                 measured on {machine}",
+                echo(c)
+            ))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Checks that every row's `workload` column (if any; empty cells pass) is one of
+    /// `accepted`: a row of another workload is an [`Error::Parse`] naming its line.
+    pub fn check_workload(&self, what: &str, accepted: &[&str]) -> Result<()> {
+        let Some(cells) = self.tag("workload") else {
+            return Ok(());
+        };
+        for (i, c) in cells.iter().enumerate() {
+            if !c.is_empty() && !accepted.contains(&c.as_str()) {
+                let (line, row) = self.locate(i);
+                return Err(Error::parse(
+                    &self.source,
+                    line,
+                    "workload",
+                    format!(
+                        "{row}: the row was measured with workload '{}', not {what} ({}): its \
+                         scores are of another benchmark",
+                        echo(c),
+                        accepted.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the model accepts every row's inputs at `params` (e.g. a task count the
+    /// machine has CPUs for): a row it refuses (an [`Error::Invalid`] whose field names an
+    /// input column) is an [`Error::Parse`] naming the file, line and column.
+    pub fn check_model_accepts(&self, model: &dyn FitModel, params: &[f64]) -> Result<()> {
+        // Each distinct input row once (the first row holding it is the one named).
+        let mut seen = std::collections::HashSet::new();
+        for (i, x) in self.x.iter().enumerate() {
+            if !seen.insert(x.iter().map(|v| v.to_bits()).collect::<Vec<u64>>()) {
+                continue;
+            }
+            let refused = match model.predict(params, x) {
+                Err(Error::Invalid { field, message, .. }) => self
+                    .inputs
+                    .iter()
+                    .position(|c| field.contains(c.as_str()))
+                    .map(|j| (j, message)),
+                // A knob checked as its command-line flag (`--high 51043: above ...`): the
+                // column, not the flag the user did not pass, is named.
+                Err(e @ Error::Unsupported(_)) => {
+                    let text = e.to_string();
+                    self.inputs.iter().enumerate().find_map(|(j, c)| {
+                        let flag = format!("--{}", c.replace('_', "-"));
+                        text.starts_with(&flag).then(|| {
+                            let rest = text[flag.len()..].trim_start();
+                            let rest = rest.split_once(": ").map_or(rest, |(_, r)| r);
+                            (j, rest.to_string())
+                        })
+                    })
+                }
+                _ => None,
+            };
+            if let Some((j, message)) = refused {
+                let (line, row) = self.locate(i);
+                let col = self.file_column(&self.inputs[j]);
+                return Err(Error::parse(
+                    &self.source,
+                    line,
+                    col,
+                    format!(
+                        "{row}: the model refuses this value ({col} = {}): {message}",
+                        crate::bounds::show(x[j])
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the rows are one log2-style latency histogram in the convention of
+    /// `pcpmodel import` (inputs `lo_ns`, `hi_ns`, inclusive integer ns; target `count`): each
+    /// bucket has `lo_ns <= hi_ns` (`lo == hi` is a one-ns bucket, as bpftrace's `[1]`), the
+    /// buckets ascend and each starts right after the previous one ends (`lo = previous hi +
+    /// 1`: no gap, the rule `import` applies, no overlap, no duplicate), and at least one count
+    /// is not zero. A dataset without those columns passes. Errors name the file and line.
+    pub fn check_histogram(&self) -> Result<()> {
+        let (Some(lo_c), Some(hi_c)) = (
+            self.inputs.iter().position(|n| n == "lo_ns"),
+            self.inputs.iter().position(|n| n == "hi_ns"),
+        ) else {
+            return Ok(());
+        };
+        let mut prev: Option<(usize, f64, f64)> = None;
+        for (i, x) in self.x.iter().enumerate() {
+            let (lo, hi) = (x[lo_c], x[hi_c]);
+            let (line, row) = self.locate(i);
+            let bad = |col: &str, msg: String| {
+                Err(Error::parse(
+                    &self.source,
+                    line,
+                    col,
+                    format!("{row}: {msg}"),
+                ))
+            };
+            if lo.fract() != 0.0 || hi.fract() != 0.0 {
+                return bad(
+                    "lo_ns,hi_ns",
+                    format!("bucket {lo}..{hi}: bounds are whole ns (inclusive, as import writes)"),
+                );
+            }
+            if lo > hi {
+                return bad(
+                    "hi_ns",
+                    format!("bucket {lo}..{hi} ends before it starts (lo_ns > hi_ns)"),
+                );
+            }
+            if let Some((pl, plo, phi)) = prev {
+                if lo == plo && hi == phi {
+                    return bad(
+                        "lo_ns",
+                        format!("bucket {lo}..{hi} appears twice (also line {pl}): a histogram has each bucket once"),
+                    );
+                }
+                if lo <= phi {
+                    return bad(
+                        "lo_ns",
+                        format!(
+                            "bucket {lo}..{hi} overlaps the bucket {plo}..{phi} of line {pl}: the \
+                             buckets must ascend, each starting at the previous end + 1 (one \
+                             histogram per file: `import ... --index N`)"
+                        ),
+                    );
+                }
+                if lo > phi + 1.0 {
+                    return bad(
+                        "lo_ns",
+                        format!(
+                            "buckets {}..{} ns are missing before this row (the bucket of line \
+                             {pl} ended at {phi}; funclatency and bpftrace print every bucket \
+                             between the first and the last non-empty one, and `import` refuses \
+                             such a gap, so rows were lost)",
+                            phi + 1.0,
+                            lo - 1.0
+                        ),
+                    );
+                }
+            }
+            prev = Some((line, lo, hi));
+        }
+        if self.y.iter().all(|&c| c == 0.0) {
+            let line = self.lines.first().copied().unwrap_or(0);
+            return Err(Error::parse(
+                &self.source,
+                line,
+                &self.target,
+                format!(
+                    "every one of the {} buckets has count 0: the histogram holds no calls, so \
+                     there is nothing to fit",
+                    self.len()
+                ),
+            ));
         }
         Ok(())
     }
@@ -337,6 +755,15 @@ fn record_line(text: &str, byte: u64, fallback: u64) -> usize {
         + 1
 }
 
+/// A list of header names as an error shows it (each cut and escaped by [`echo`], at most 20).
+fn echo_list(names: &[String]) -> String {
+    let mut v: Vec<String> = names.iter().take(20).map(|n| echo(n)).collect();
+    if names.len() > 20 {
+        v.push(format!("... ({} columns)", names.len()));
+    }
+    v.join(", ")
+}
+
 fn parse_cell(cell: &str, label: &str, line: usize, row: usize, col: &str) -> Result<f64> {
     if cell.is_empty() {
         return Err(Error::parse(
@@ -351,7 +778,7 @@ fn parse_cell(cell: &str, label: &str, line: usize, row: usize, col: &str) -> Re
             label,
             line,
             col,
-            format!("data row {row}: '{cell}' is not a number"),
+            format!("data row {row}: '{}' is not a number", echo(cell)),
         )
     })?;
     if !v.is_finite() {
@@ -359,7 +786,10 @@ fn parse_cell(cell: &str, label: &str, line: usize, row: usize, col: &str) -> Re
             label,
             line,
             col,
-            format!("data row {row}: '{cell}' is not a finite number (NaN and infinity are not allowed)"),
+            format!(
+                "data row {row}: '{}' is not a finite number (NaN and infinity are not allowed)",
+                echo(cell)
+            ),
         ));
     }
     Ok(v)

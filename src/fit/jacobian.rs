@@ -11,6 +11,42 @@ pub(super) fn eval_model(
     full: &[f64],
     xs: &[Vec<f64>],
 ) -> std::result::Result<Vec<f64>, String> {
+    // A prediction is a function of the parameters and the row's inputs
+    // ([`FitModel::predict`]): rows with the same inputs (repeats of a setting) are predicted
+    // once, so a CSV of 10 000 repeats of six settings costs six predictions per evaluation.
+    let (unique, of_row) = unique_rows(xs);
+    if unique.len() < xs.len() {
+        return match eval_model_rows(model, full, &unique) {
+            Ok(f) => Ok(of_row.iter().map(|&u| f[u]).collect()),
+            Err(_) => eval_model_rows(model, full, xs),
+        };
+    }
+    eval_model_rows(model, full, xs)
+}
+
+/// The distinct input rows of `xs` (in order of first appearance) and, per row, the index of
+/// its distinct row.
+pub(super) fn unique_rows(xs: &[Vec<f64>]) -> (Vec<Vec<f64>>, Vec<usize>) {
+    let mut seen: std::collections::HashMap<Vec<u64>, usize> = std::collections::HashMap::new();
+    let mut unique = Vec::new();
+    let of_row = xs
+        .iter()
+        .map(|x| {
+            let key: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
+            *seen.entry(key).or_insert_with(|| {
+                unique.push(x.clone());
+                unique.len() - 1
+            })
+        })
+        .collect();
+    (unique, of_row)
+}
+
+fn eval_model_rows(
+    model: &dyn FitModel,
+    full: &[f64],
+    xs: &[Vec<f64>],
+) -> std::result::Result<Vec<f64>, String> {
     let f = model
         .predict_many(full, xs)
         .map_err(|e| format!("model error: {e}"))?;
@@ -37,6 +73,25 @@ const EPS_CBRT: f64 = 6.055_454_452_393_343e-6; // f64::EPSILON.cbrt()
 /// Jacobian of the predictions (m x cols.len()) with respect to the parameters `cols`, in
 /// physical units: the model's own when it gives one, else finite differences inside bounds.
 pub(super) fn prediction_jacobian(
+    model: &dyn FitModel,
+    specs: &[ParamSpec],
+    full: &[f64],
+    cols: &[usize],
+    xs: &[Vec<f64>],
+) -> std::result::Result<DMatrix<f64>, String> {
+    // Rows with the same inputs have the same Jacobian row (see `eval_model`).
+    let (unique, of_row) = unique_rows(xs);
+    if unique.len() < xs.len() {
+        if let Ok(ju) = prediction_jacobian_rows(model, specs, full, cols, &unique) {
+            return Ok(DMatrix::from_fn(xs.len(), cols.len(), |i, c| {
+                ju[(of_row[i], c)]
+            }));
+        }
+    }
+    prediction_jacobian_rows(model, specs, full, cols, xs)
+}
+
+fn prediction_jacobian_rows(
     model: &dyn FitModel,
     specs: &[ParamSpec],
     full: &[f64],

@@ -112,9 +112,12 @@ mod starts;
 mod transform;
 mod uncertainty;
 
-pub use dataset::Dataset;
+pub use dataset::{
+    echo, CsvColumns, Dataset, DESCRIPTIVE_COLUMNS, MEASURE_PCP_WORKLOADS, SWEEP_COLUMNS,
+    TAG_COLUMNS,
+};
 pub use jacobian::{jacobian_discrepancy, numerical_jacobian};
-pub use options::{FitOptions, Residual};
+pub use options::{FitOptions, Residual, LOO_MAX_ROWS};
 pub use report::{FitReport, FittedParam, LooRow, ResidualRow, StartOutcome};
 pub use spec::{FitModel, InputSpec, ParamSpec, TargetSpec};
 
@@ -336,6 +339,14 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
             notes.push("no leave-one-out: the full fit did not converge".into());
         } else if m < k + 1 || m < 2 {
             notes.push("no leave-one-out: it needs more rows than free parameters".into());
+        } else if m > opts.loo_max_rows {
+            notes.push(format!(
+                "no leave-one-out: {m} rows is more than {}, the most refitted one row at a time \
+                 (each of the {m} refits costs about as much as the fit itself, so the time \
+                 would grow with the square of the rows); fit a subset of at most {} rows to \
+                 get it",
+                opts.loo_max_rows, opts.loo_max_rows
+            ));
         } else {
             let rows = leave_one_out(model, data, &prep, &best.u, opts);
             let n_bad = rows.iter().filter(|r| !r.converged).count();
@@ -352,6 +363,41 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
         .and_then(|rows: &Vec<LooRow>| rms(rows.iter().map(|r| r.rel_error), m));
 
     let mut warnings = Vec::new();
+    if converged && k > 0 {
+        let no_interval: Vec<&str> = free
+            .iter()
+            .filter(|&&j| !unc.at_bound[j] && unc.std_err[j].is_none())
+            .map(|&j| specs[j].name.as_str())
+            .collect();
+        if let Some(why) = &unc.not_identifiable {
+            warnings.push(format!(
+                "the fitted values have no uncertainty: {why}; do not use them as measured"
+            ));
+        } else if dof == 0 && !no_interval.is_empty() {
+            warnings.push(format!(
+                "the fitted values ({}) have no uncertainty: {m} rows for {k} free parameters \
+                 leave no degrees of freedom, so the fit passes through every row whatever the \
+                 noise; add rows or fix parameters (--fix)",
+                no_interval.join(", ")
+            ));
+        } else if !no_interval.is_empty() {
+            warnings.push(format!(
+                "the fitted values of {} have no uncertainty (see the notes)",
+                no_interval.join(", ")
+            ));
+        }
+        if free.iter().all(|&j| unc.at_bound[j]) {
+            warnings.push(format!(
+                "every free parameter ({}) ended at a bound of its physical range: the data push \
+                 them beyond it, so none is determined by the data (the model does not describe \
+                 them; check the machine, the units and the columns)",
+                free.iter()
+                    .map(|&j| specs[j].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
     if converged {
         if let Some(w) = spread_warning(data, &prep.scale, ssr, opts.residual, &model.target()) {
             warnings.push(w);

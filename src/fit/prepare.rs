@@ -226,19 +226,7 @@ pub(super) fn prepare(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -
     }
     // A row the model refuses as input (a page count of -5, a switch of 2) is bad input, named
     // by its line and column, not a fit that "did not converge".
-    for (i, x) in data.x.iter().enumerate() {
-        if let Err(Error::Invalid { field, message, .. }) = model.predict(&start0, x) {
-            if let Some(col) = data.inputs.iter().find(|c| field.contains(c.as_str())) {
-                let (line, row) = data.locate(i);
-                return Err(Error::parse(
-                    &data.source,
-                    line,
-                    col.as_str(),
-                    format!("{row}: the model refuses this value: {message}"),
-                ));
-            }
-        }
-    }
+    data.check_model_accepts(model, &start0)?;
     let transforms = free.iter().map(|&j| Transform::of(&specs[j])).collect();
     Ok(Prepared {
         specs,

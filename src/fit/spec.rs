@@ -102,7 +102,8 @@ impl InputSpec {
         Some(match cell.parse::<usize>() {
             Ok(i) if i < self.levels.len() => Ok(i as f64),
             _ => Err(format!(
-                "'{cell}' is not one of {} (or their positions 0..{})",
+                "'{}' is not one of {} (or their positions 0..{})",
+                super::dataset::echo(cell),
                 self.levels.join(", "),
                 self.levels.len() - 1
             )),

@@ -15,6 +15,9 @@ pub(super) struct Uncertainty {
     pub(super) covariance: Option<Vec<Vec<f64>>>,
     pub(super) correlation: Option<Vec<Vec<f64>>>,
     pub(super) notes: Vec<String>,
+    /// Why the data do not determine the free parameters (a singular Jacobian, counting those
+    /// at a bound): then no parameter gets an interval. `None` when they are determined.
+    pub(super) not_identifiable: Option<String>,
 }
 
 /// Bound detection, covariance and correlation at the solution `full` with scaled residuals `r`
@@ -71,6 +74,32 @@ pub(super) fn uncertainty(
             }
         }
     }
+    // Whether the data determine the free parameters at all, counting those at a bound: with
+    // every row at the same inputs (or two parameters with the same effect) the Jacobian is
+    // singular, and an interval of one parameter conditional on another parked at its bound
+    // would look tight while nothing pins either.
+    if free.len() > 1 {
+        if let Err(worst) = covariance_matrix(&jac, 1.0) {
+            let names: Vec<&str> = free.iter().map(|&j| specs[j].name.as_str()).collect();
+            let why = format!(
+                "the free parameters ({}) are not identifiable from these data: the Jacobian is \
+                 singular or nearly so (condition > 1e8), {} has no effect the others cannot \
+                 mimic{}; no intervals are given (fix parameters with --fix or add rows that \
+                 vary their effects)",
+                names.join(", "),
+                names[worst.min(names.len() - 1)],
+                if setup.xs.windows(2).all(|w| w[0] == w[1]) {
+                    format!(" (all {} rows have the same inputs)", setup.xs.len())
+                } else {
+                    String::new()
+                }
+            );
+            u.notes.push(format!("no intervals: {why}"));
+            u.not_identifiable = Some(why);
+            u.cov_params = Vec::new();
+            return u;
+        }
+    }
     let keep: Vec<usize> = (0..free.len()).filter(|&c| !u.at_bound[free[c]]).collect();
     u.cov_params = keep.iter().map(|&c| free[c]).collect();
     if dof == 0 {
@@ -102,13 +131,17 @@ pub(super) fn uncertainty(
             u.covariance = Some(to_rows(&cov));
             u.correlation = Some(to_rows(&corr));
         }
-        Err(worst) => u.notes.push(format!(
-            "no intervals: the Jacobian is singular or nearly so (condition > 1e8); {} is not \
-             identifiable from these data (fix it or add rows that vary its effect)",
-            u.cov_params
-                .get(worst)
-                .map_or("a parameter", |&j| specs[j].name.as_str())
-        )),
+        Err(worst) => {
+            let why = format!(
+                "the Jacobian is singular or nearly so (condition > 1e8); {} is not \
+                 identifiable from these data (fix it or add rows that vary its effect)",
+                u.cov_params
+                    .get(worst)
+                    .map_or("a parameter", |&j| specs[j].name.as_str())
+            );
+            u.notes.push(format!("no intervals: {why}"));
+            u.not_identifiable = Some(why);
+        }
     }
     u
 }

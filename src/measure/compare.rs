@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::fit::calibrate::{netperf_fit_options, netperf_params, WorkloadSource};
-use crate::fit::{fit, Dataset};
+use crate::fit::{fit, CsvColumns, Dataset, SWEEP_COLUMNS};
 use crate::hw::machine::Machine;
 
 /// Kendall's tau-b of two equally long series (ties in either count as neither concordant nor
@@ -99,6 +99,8 @@ pub struct Comparison {
     pub params: Vec<ParamMove>,
     /// Whether that fit converged.
     pub fit_converged: bool,
+    /// Remarks on the CSV (columns not read, a machine column naming another host).
+    pub notes: Vec<String>,
     /// RMS relative error of the fit, percent.
     pub fit_rms_pct: Option<f64>,
 }
@@ -119,19 +121,62 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
     let model = w.kind.native_fit(&w.spec, machine)?.ok_or_else(|| {
         Error::Unsupported(format!("workload {} has no fit of its own", w.spec.name))
     })?;
-    let ds = Dataset::from_csv_str(csv, label, model.as_ref())?;
-    if ds.y.len() < 2 {
-        return Err(Error::invalid(
+    // The sweep `measure pcp --out` writes, or thread 004's table (`data 004_netperf_pcp_high
+    // --format csv`): their other columns are accepted and not read; any other column is an
+    // error.
+    let mut allowed: Vec<&str> = SWEEP_COLUMNS.to_vec();
+    allowed.extend(["high_label", "annotation"]);
+    let ds = Dataset::from_csv_str_with(
+        csv,
+        label,
+        model.as_ref(),
+        CsvColumns {
+            allowed: &allowed,
+            aliases: &[],
+        },
+    )?;
+    ds.check_ranges(w.kind.native_columns())?;
+    ds.check_workload(
+        "the workload compared, netperf-udp",
+        &["netperf-udp", MODEL],
+    )?;
+    let mut notes = Vec::new();
+    if let Some(n) = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())? {
+        notes.push(n);
+    }
+    let header = crate::fit::dataset::header_line(csv).unwrap_or(0);
+    let mut settings: Vec<f64> = ds.x.iter().map(|x| x[0]).collect();
+    settings.sort_by(f64::total_cmp);
+    settings.dedup();
+    if settings.len() < 2 {
+        return Err(Error::parse(
             label,
-            "rows",
-            "need at least two settings to compare",
+            header,
+            "pcp_high_pages",
+            format!(
+                "{} row(s), all at pcp_high_pages {}: need at least two settings to compare \
+                 (a curve's shape needs two points)",
+                ds.len(),
+                settings.first().map_or("-".into(), |h| format!("{h}"))
+            ),
         ));
     }
-    if let Some(bad) = ds.y.iter().find(|y| !y.is_finite() || **y <= 0.0) {
-        return Err(Error::invalid(
+    if let Some(i) = ds.y.iter().position(|y| !y.is_finite() || *y <= 0.0) {
+        return Err(Error::parse(
             label,
+            ds.lines[i],
             "score",
-            format!("{bad} is not a positive score"),
+            format!(
+                "data row {}: {} is not a positive score (scores are compared as ratios)",
+                i + 1,
+                ds.y[i]
+            ),
+        ));
+    }
+    if !ds.columns_not_read.is_empty() {
+        notes.push(format!(
+            "columns not read: {}",
+            ds.columns_not_read.join(", ")
         ));
     }
     let blind = netperf_params(machine)?;
@@ -171,7 +216,10 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
         (rows.iter().map(|r| r.error_pct.powi(2)).sum::<f64>() / rows.len() as f64).sqrt();
     let kendall_tau = kendall_tau_b(&ds.y, &pred);
     // Predicted 1 % range over a log grid from 1 page to 4 x the largest measured high.
-    let top = ds.x.iter().map(|x| x[0]).fold(1.0, f64::max) * 4.0;
+    // (At most the largest pcp->high the kernel holds, an int: 4 x a measured 2^31 - 1 is not
+    // a page count.)
+    let top = (ds.x.iter().map(|x| x[0]).fold(1.0, f64::max) * 4.0)
+        .clamp(2.0, crate::bounds::PCP_HIGH_PAGES.hi);
     let grid: Vec<f64> = (0..=400)
         .map(|i| (top.ln() * f64::from(i) / 400.0).exp().round())
         .chain(ds.x.iter().map(|x| x[0]))
@@ -245,6 +293,7 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
         best_in_range,
         params,
         fit_converged: rep.converged,
+        notes,
         fit_rms_pct: rep.rms_rel.map(|r| 100.0 * r),
     })
 }

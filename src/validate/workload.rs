@@ -9,11 +9,14 @@
 //!   redone without it (role `loo`).
 
 use crate::error::Result;
-use crate::fit::{fit, FitOptions, FitReport};
+use crate::fit::dataset::{csv_reader, header_line};
+use crate::fit::{
+    echo, fit, CsvColumns, Dataset, FitOptions, FitReport, MEASURE_PCP_WORKLOADS, SWEEP_COLUMNS,
+};
 use crate::hw::machine::Machine;
 use crate::workload::fit::WorkloadFit;
 use crate::workload::kind::Knobs;
-use crate::workload::registry::Workload;
+use crate::workload::registry::{Origin, Workload};
 
 use super::{Role, TableValidation, ValidationRow};
 
@@ -54,9 +57,24 @@ pub fn validate_workload(
     label: &str,
     opts: &WorkloadValidateOptions,
 ) -> Result<TableValidation> {
-    let model = WorkloadFit::for_csv_blind(w, machine, opts.base.clone(), csv, label, &opts.free)?;
+    // The sweep `measure pcp --out` writes gives pcp->high as `pcp_high_pages` (the `high`
+    // knob) beside columns of its spread: the generic fit reads it through a header with those
+    // names (same positions, so an error still names the file's column).
+    let sweep = sweep_header(csv);
+    let model = WorkloadFit::for_csv_blind(
+        w,
+        machine,
+        opts.base.clone(),
+        sweep.as_ref().map_or(csv, |s| s.header.as_str()),
+        label,
+        &opts.free,
+    )?;
     let fittable = model.has_params();
-    let ds = model.dataset(csv, label)?;
+    let ds = generic_dataset(&model, csv, label, sweep.as_ref())?;
+    let machine_note = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())?;
+    let workload_note = check_workload_column(&ds, w)?;
+    // A row the workload refuses (8192 tasks on 48 CPUs) names its line and column.
+    ds.check_model_accepts(&model, &model.file_values())?;
     let target = model.target_name().to_string();
     let unit = crate::workload::fit::output_unit(&target);
     let case = |i: usize| -> String {
@@ -82,6 +100,24 @@ pub fn validate_workload(
         w.kind.name(),
         opts.base.kernel_or_default()
     )];
+    if let Some(s) = &sweep {
+        notes.push(format!(
+            "a `measure pcp` sweep: its pcp_high_pages column is the knob high{}",
+            if s.score_is_mbps {
+                ", its score (netperf-udp: Mbit/s received) the output throughput_mbps"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !ds.columns_not_read.is_empty() {
+        notes.push(format!(
+            "columns not read: {}",
+            ds.columns_not_read.join(", ")
+        ));
+    }
+    notes.extend(machine_note);
+    notes.extend(workload_note);
     for (i, (x, y)) in ds.x.iter().zip(&ds.y).enumerate() {
         use crate::fit::FitModel;
         let p = model.predict(&file, x)?;
@@ -131,6 +167,138 @@ pub fn validate_workload(
         (n_fitted, &[target.as_str()]),
         notes,
     ))
+}
+
+/// The header the generic fit reads for a `measure pcp` sweep (see [`sweep_header`]).
+#[derive(Debug, Clone)]
+pub struct SweepHeader {
+    /// The lines up to the header, with the header's names replaced: give it to
+    /// [`WorkloadFit::for_csv`] in place of the CSV.
+    pub header: String,
+    /// Whether `score` is read as `throughput_mbps` (every row of workload netperf-udp, whose
+    /// score is Mbit/s received by its one pair).
+    pub score_is_mbps: bool,
+}
+
+/// The rows of `csv` for the generic fit `model` (built from `sweep`'s header for a `measure
+/// pcp` sweep), every value checked against its column's range.
+pub fn generic_dataset(
+    model: &WorkloadFit,
+    csv: &str,
+    label: &str,
+    sweep: Option<&SweepHeader>,
+) -> Result<Dataset> {
+    let (allowed, aliases): (&[&str], &[(&str, &str)]) = match sweep {
+        Some(s) if s.score_is_mbps => (
+            SWEEP_COLUMNS,
+            &[("high", "pcp_high_pages"), ("throughput_mbps", "score")],
+        ),
+        Some(_) => (SWEEP_COLUMNS, &[("high", "pcp_high_pages")]),
+        None => (&[], &[]),
+    };
+    let ds = Dataset::from_csv_str_with(csv, label, model, CsvColumns { allowed, aliases })?;
+    let cols = model.columns();
+    let refs: Vec<(&str, crate::bounds::Range)> =
+        cols.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+    ds.check_ranges(&refs)?;
+    Ok(ds)
+}
+
+/// For the CSV `measure pcp --out` writes (a `pcp_high_pages` column and no `high`), the
+/// text the generic fit reads the header from: the same lines before the header (so errors
+/// name the file's line), `pcp_high_pages` named `high`, `score` named `throughput_mbps` when
+/// every row is of workload netperf-udp (Mbit/s received), and the sweep's other columns
+/// ([`SWEEP_COLUMNS`]) named `note`, at their positions. `None` for any other CSV.
+pub fn sweep_header(csv: &str) -> Option<SweepHeader> {
+    let text = csv.strip_prefix('\u{feff}').unwrap_or(csv);
+    let line = header_line(text)?;
+    let mut rdr = csv_reader(text);
+    let header: Vec<String> = rdr.headers().ok()?.iter().map(str::to_string).collect();
+    if !header.iter().any(|h| h == "pcp_high_pages") || header.iter().any(|h| h == "high") {
+        return None;
+    }
+    let score_is_mbps = header
+        .iter()
+        .position(|h| h == "workload")
+        .is_some_and(|wi| {
+            let mut n = 0;
+            let all = rdr.records().all(|r| {
+                r.ok().is_some_and(|r| {
+                    n += 1;
+                    r.get(wi) == Some("netperf-udp")
+                })
+            });
+            all && n > 0
+        })
+        && !header.iter().any(|h| h == "throughput_mbps");
+    let renamed: Vec<&str> = header
+        .iter()
+        .map(|h| match h.as_str() {
+            "pcp_high_pages" => "high",
+            "score" if score_is_mbps => "throughput_mbps",
+            h if SWEEP_COLUMNS.contains(&h) => "note",
+            h => h,
+        })
+        .collect();
+    // (A name needing quotes is refused by the fit either way: write it as it was.)
+    let cells: Vec<String> = renamed
+        .iter()
+        .map(|c| {
+            if c.contains([',', '"', '\n']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    Some(SweepHeader {
+        header: format!("{}{}\n", "#\n".repeat(line - 1), cells.join(",")),
+        score_is_mbps,
+    })
+}
+
+/// Checks the CSV's `workload` column (if any) against the workload validated: a row of
+/// another built-in workload measured by `measure pcp` is an error naming its line when `w` is
+/// built in; for a workload file (which may model the same benchmark) a note says what the
+/// column names.
+fn check_workload_column(ds: &Dataset, w: &Workload) -> Result<Option<String>> {
+    let mut names = vec![w.spec.name.as_str()];
+    names.extend(w.spec.aliases.iter().map(String::as_str));
+    names.extend(
+        MEASURE_PCP_WORKLOADS
+            .iter()
+            .filter(|(_, b)| *b == w.spec.name)
+            .map(|(m, _)| *m),
+    );
+    match &w.origin {
+        Origin::Builtin => {
+            ds.check_workload(&format!("workload {}", w.spec.name), &names)?;
+            Ok(None)
+        }
+        Origin::File(_) => {
+            let Some(cells) = ds.tag("workload") else {
+                return Ok(None);
+            };
+            let mut other: Vec<&str> = cells
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !c.is_empty() && !names.contains(c))
+                .collect();
+            other.sort_unstable();
+            other.dedup();
+            Ok((!other.is_empty()).then(|| {
+                format!(
+                    "the workload column names {}; the rows are validated as workload {} (a file)",
+                    other
+                        .iter()
+                        .map(|c| format!("'{}'", echo(c)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    w.spec.name
+                )
+            }))
+        }
+    }
 }
 
 /// The fitted and leave-one-out rows of a fit.
