@@ -88,6 +88,9 @@ impl Machine {
     pub fn validate(&self, label: &str) -> Result<()> {
         let bad = |field: &str, msg: String| Err(Error::invalid(label, field, msg));
 
+        if let Ok(v) = serde_json::to_value(self) {
+            crate::input::check_text_fields(label, &v)?;
+        }
         // Sources first: a value with an unknown provenance is not trusted further.
         for (path, s) in self.sources() {
             check_source(label, &path, s)?;
@@ -227,6 +230,12 @@ impl Machine {
         )?;
 
         self.validate_caches(label)?;
+        // The zones the kernel would lay out: a memory description that leaves a zone empty or
+        // a node too small is refused here, at load, not later by the commands that need zones.
+        crate::kernel::layout::zone_layout(self).map_err(|e| match e {
+            Error::Invalid { field, message, .. } => Error::invalid(label, field, message),
+            other => other,
+        })?;
         self.validate_latencies(label)?;
 
         // Clock.
