@@ -296,10 +296,10 @@ pub const MEMCG_CHARGE_BATCH: Range = Range::int(
 /// cgroup hierarchy depth below the root.
 pub const CGROUP_DEPTH: Range = Range::int(
     "the cgroup depth",
-    0.0,
+    1.0,
     64.0,
     "levels",
-    "real hierarchies are less than 10 levels deep",
+    "a task's memcg is at least one level below the root (the root memcg is not charged); real hierarchies are less than 10 levels deep",
 );
 /// Memory cgroups sharing the CPUs of a workload.
 pub const MEMCGS: Range = Range::int(

@@ -69,6 +69,44 @@ pub fn text_from(reader: impl Read, label: &str, max_bytes: u64) -> Result<Strin
     })
 }
 
+/// Refuses control characters (an escape sequence, a carriage return, a NUL) in any text of a
+/// parsed description, walked as JSON: printed to a terminal they would move the cursor or
+/// clear the screen. Line feeds and tabs are allowed. The error names the dotted field.
+pub fn check_text_fields(label: &str, value: &serde_json::Value) -> Result<()> {
+    fn walk(v: &serde_json::Value, path: &str) -> Option<(String, char)> {
+        match v {
+            serde_json::Value::String(s) => s
+                .chars()
+                .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+                .map(|c| (path.to_string(), c)),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| walk(x, &format!("{path}[{i}]"))),
+            serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                walk(x, &p)
+            }),
+            _ => None,
+        }
+    }
+    match walk(value, "") {
+        None => Ok(()),
+        Some((field, c)) => Err(Error::invalid(
+            label,
+            field,
+            format!(
+                "contains the control character U+{:04X}; text fields hold printable text only",
+                c as u32
+            ),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -248,3 +248,20 @@ fn cpulists() {
     assert!(parse_cpulist("3-1", "x").is_err());
     assert!(parse_cpulist("a", "x").is_err());
 }
+
+/// A zone with present but no managed pages gets no share of min_free_kbytes (min 0): a file
+/// giving such a zone watermarks is inconsistent and shows a mismatch, where the zone's checks
+/// used to disappear from the count ("all values match" with a zone silently skipped).
+#[test]
+fn an_unmanaged_zone_with_watermarks_is_a_mismatch_not_skipped() {
+    let text = std::fs::read_to_string(fixture("host-6.18.txt")).unwrap();
+    let changed = text.replacen("        managed  196608", "        managed  0", 1);
+    assert_ne!(changed, text);
+    let info = parse_zoneinfo(&changed, "zoneinfo").unwrap();
+    let opts = CheckOptions::new(KernelVersion::new(6, 18), CpusPerNode::Uniform(2));
+    let c = check_zoneinfo(&info, &opts).unwrap();
+    assert!(!c.all_match(), "{:#?}", c.rows);
+    assert!(c.rows.iter().any(|r| r.zone == ZoneKind::Normal
+        && r.quantity == "min"
+        && r.status == CheckStatus::Mismatch));
+}

@@ -193,3 +193,71 @@ fn s10_a_file_named_like_a_measured_builtin_gets_carried_over_parameters() {
     assert_eq!(code, 0);
     assert!(out.contains("workload parameters fitted to"), "{out}");
 }
+
+/// The cache list describes what one core sees: one data cache per level, no missing level, a
+/// shared last level beyond L2 that is not 'private'. A second L2, an L4 after L2, a per-core
+/// or 'private' L3 and a machine without an L3 were accepted (the model silently used the first
+/// L2 and treated the L3 as shared) and are now refused with the line of the cache entry.
+#[test]
+fn the_cache_list_is_one_level_each_without_gaps_and_a_shared_llc() {
+    let src = include_str!("../models/icelake-server.toml");
+    let l2 = "[[cache]]\nlevel = 2\n";
+    let l3 = "[[cache]]\nlevel = 3\n";
+    let l2_block = &src[src.find(l2).unwrap()..src.find(l3).unwrap()];
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "second-l2",
+            src.replacen(l3, &format!("{l2_block}{l3}"), 1),
+            "a second data or unified L2",
+        ),
+        (
+            "l4-after-l2",
+            src.replacen(l3, "[[cache]]\nlevel = 4\n", 1),
+            "L4 follows L2",
+        ),
+        (
+            "l3-per-core",
+            src.replacen(
+                "shared_by = { value = \"llc_domain\"",
+                "shared_by = { value = \"core\"",
+                1,
+            ),
+            "private to a core here",
+        ),
+        (
+            "l3-private",
+            src.replacen(
+                "policy = { value = \"victim\"",
+                "policy = { value = \"private\"",
+                1,
+            ),
+            "has policy 'private'",
+        ),
+        (
+            "no-l3",
+            src.replacen(l3, "[[cache]]\nlevel = 3\nkind = \"instruction\"\n", 1)
+                .replacen(
+                    "kind = \"instruction\"\nkind = \"unified\"\n",
+                    "kind = \"instruction\"\n",
+                    1,
+                ),
+            "no shared last-level cache beyond L2",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, want) in cases {
+        assert_ne!(text, src, "{name}: the mutation did not apply");
+        let file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&file, &text).unwrap();
+        let out = pcpmodel()
+            .args(["machine", "show"])
+            .arg(&file)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{name}.toml")), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+}

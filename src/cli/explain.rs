@@ -55,8 +55,18 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
             args.workload
         );
     }
-    let a = Machine::resolve(&args.a)?;
-    let b = Machine::resolve(&args.b)?;
+    let mut a = Machine::resolve(&args.a)?;
+    let mut b = Machine::resolve(&args.b)?;
+    if a.name == b.name && !a.same_values(&b) {
+        // Two different machines under one name (a file copied from a built-in and edited):
+        // each file is labelled by its path, or every line would name the same machine twice.
+        let builtin = Machine::builtin_names();
+        for (m, arg) in [(&mut a, &args.a), (&mut b, &args.b)] {
+            if !builtin.contains(&arg.as_str()) {
+                m.name = format!("{} ({arg})", m.name);
+            }
+        }
+    }
     let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
     for h in &args.highs {
         pcpmodel::bounds::PCP_HIGH_PAGES

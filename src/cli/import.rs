@@ -82,6 +82,8 @@ pub struct Args {
     /// File to read, or `-` for standard input.
     pub input: String,
     /// Unit the bpftrace values were recorded in (bpftrace only; funclatency says its unit).
+    /// Required unless every map's name says it (`@ns`, `@usecs`, `@lat_ms`, ...): a bpftrace
+    /// histogram carries no unit, and a wrong guess scales every bucket by 1000.
     #[arg(long, value_enum)]
     pub unit: Option<UnitArg>,
     /// Keep only the N-th histogram (1-based, in text order).
@@ -111,8 +113,14 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             (histogram_report(p.items, args.index, &label)?, p.skipped)
         }
         Kind::Bpftrace => {
-            let p =
-                import::bpftrace_with(&text, &label, args.unit.unwrap_or_default().into(), opts)?;
+            let unit = match (args.unit, unit_from_map_names(&text)) {
+                (Some(u), _) => u,
+                (None, Some(u)) => u,
+                (None, None) => anyhow::bail!(
+                    "{label}: bpftrace histograms carry no unit: give --unit ns|us|ms|s (the unit of the value the script passed to hist()/lhist(), e.g. --unit ns for nsecs - @start[tid]); a map named @ns, @us, @ms (or @nsecs, @usecs, @msecs) says it"
+                ),
+            };
+            let p = import::bpftrace_with(&text, &label, unit.into(), opts)?;
             (histogram_report(p.items, args.index, &label)?, p.skipped)
         }
         Kind::PerfLock => {
@@ -130,6 +138,36 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         );
     }
     super::emit(&report, format)
+}
+
+/// The unit every map of a bpftrace paste names, when all name the same one (`@us:`,
+/// `@usecs[...]:`, `@lat_ns:`); None when a map's name says no unit or two maps disagree.
+fn unit_from_map_names(text: &str) -> Option<UnitArg> {
+    let mut found: Option<UnitArg> = None;
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('@') else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !rest[name.len()..].trim_start().starts_with([':', '[']) {
+            continue;
+        }
+        let last = name.rsplit('_').next().unwrap_or("").to_ascii_lowercase();
+        let u = match last.as_str() {
+            "ns" | "nsecs" => UnitArg::Ns,
+            "us" | "usecs" => UnitArg::Us,
+            "ms" | "msecs" => UnitArg::Ms,
+            _ => return None,
+        };
+        match found {
+            Some(f) if f != u => return None,
+            _ => found = Some(u),
+        }
+    }
+    found
 }
 
 fn read_input(input: &str) -> anyhow::Result<(String, String)> {

@@ -455,6 +455,16 @@ pub fn scale_max(args: ScaleMaxArgs, format: Format) -> anyhow::Result<ExitCode>
         let p = s.case.with_scale_max(scale).predict(true)?;
         preds.push((scale, p));
     }
+    if preds
+        .iter()
+        .all(|(_, p)| !(p.calls_per_s > 0.0 && p.avg_ns.is_finite()))
+    {
+        anyhow::bail!(
+            "scale-max: {} takes no rmqueue_bulk() refill in steady state on {} (the PCP list serves every allocation): CONFIG_PCP_BATCH_SCALE_MAX changes nothing here (`pcpmodel latency` shows the loop)",
+            s.workload.name(),
+            s.machine.name
+        );
+    }
     let best_tp = preds.iter().map(|(_, p)| p.pages_per_s).fold(0.0, f64::max);
     let target_ns = args.p99_us.map(|t| t * 1e3);
     let mut rows_json = Vec::new();

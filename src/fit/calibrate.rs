@@ -160,7 +160,32 @@ impl WorkloadParams {
             .filter_map(|u| PARAM_NAMES.iter().position(|p| p == u))
             .collect();
         let mean: Vec<f64> = idx.iter().map(|&i| self.values[i]).collect();
-        crate::fit::optimize::sample_normal(&mean, &self.covariance_matrix(), n, seed)
+        let cov = self.covariance_matrix();
+        if mean.iter().all(|m| *m > 0.0 && m.is_finite()) {
+            // Every parameter is a positive physical quantity: drawn log-normally with the
+            // same mean and covariance (ln(1 + cov_ij / (m_i m_j)) in log space). A normal
+            // draw clamped at zero put a wide carried-over spread's lower tail at "no work",
+            // which made the interval's upper end the zero-work limit.
+            let k = mean.len();
+            let log_cov =
+                DMatrix::from_fn(k, k, |i, j| (cov[(i, j)] / (mean[i] * mean[j])).ln_1p());
+            if log_cov.iter().all(|x| x.is_finite()) {
+                let log_mean: Vec<f64> = (0..k)
+                    .map(|i| mean[i].ln() - 0.5 * log_cov[(i, i)])
+                    .collect();
+                return crate::fit::optimize::sample_normal(&log_mean, &log_cov, n, seed)
+                    .into_iter()
+                    .map(|s| {
+                        let mut v = self.values.clone();
+                        for (kk, &i) in idx.iter().enumerate() {
+                            v[i] = s[kk].exp();
+                        }
+                        v
+                    })
+                    .collect();
+            }
+        }
+        crate::fit::optimize::sample_normal(&mean, &cov, n, seed)
             .into_iter()
             .map(|s| {
                 let mut v = self.values.clone();
@@ -215,13 +240,13 @@ fn fitted_params(machine: &Machine, report: &FitReport) -> Result<WorkloadParams
 /// Whether a machine is a measured one is decided by content, not by name: the thread-004
 /// parameters were fitted to the built-in machine's hardware, so a machine file that merely
 /// carries a measured machine's `name` (a copy with other caches, latencies or clocks) gets the
-/// carried-over parameters, with a note saying so. A file identical to the built-in gets the
-/// fitted ones.
+/// carried-over parameters, with a note saying so. A file with the built-in's values gets the
+/// fitted ones, whatever its sources, description or notes say ([`Machine::same_values`]).
 pub fn netperf_params(machine: &Machine) -> Result<WorkloadParams> {
     let measured = measured_machines_004()?;
     let mut note = None;
     if measured.contains(&machine.name) {
-        if Machine::builtin(&machine.name).is_ok_and(|b| b == *machine) {
+        if Machine::builtin(&machine.name).is_ok_and(|b| b.same_values(machine)) {
             let (_, report) = fit_netperf_004(machine)?;
             return fitted_params(machine, &report);
         }

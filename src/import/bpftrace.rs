@@ -61,6 +61,15 @@ pub fn bpftrace_with(
                 })?;
                 buckets.push(b);
             }
+            let histogram = Histogram::new(buckets, file)?;
+            if histogram.total_count() == 0 {
+                return Err(err(
+                    file,
+                    line,
+                    "count",
+                    "every bucket holds 0 samples: a histogram with no samples says nothing to fit",
+                ));
+            }
             out.push(ImportedHistogram {
                 format: if log2 {
                     HistogramFormat::BpftraceHist
@@ -70,7 +79,7 @@ pub fn bpftrace_with(
                 label,
                 line,
                 unit,
-                histogram: Histogram::new(buckets, file)?,
+                histogram,
                 printed_avg_ns: None,
                 printed_total_ns: None,
                 printed_count: None,

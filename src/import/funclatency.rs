@@ -206,6 +206,14 @@ fn funclatency_body(
     }
     let label = format!("histogram {index} ({})", word(t, header).unwrap_or("nsecs"));
     let histogram = Histogram::new(buckets, file)?;
+    if histogram.total_count() == 0 {
+        return Err(err(
+            file,
+            header_line,
+            "count",
+            "every bucket holds 0 calls: a histogram with no samples says nothing to fit",
+        ));
+    }
     let mut h = ImportedHistogram {
         format: HistogramFormat::Funclatency,
         label,
@@ -247,6 +255,19 @@ fn funclatency_body(
             ));
         }
         let count = parse_uint(t, k + 1, file, "count", "the count after 'count:'")?;
+        // funclatency counts each call once in the map and once in the total: the buckets can
+        // miss a few calls (still in flight when it printed), never hold more.
+        let in_buckets = h.histogram.total_count();
+        if in_buckets > count {
+            return Err(err(
+                file,
+                line_at(t, k),
+                "count",
+                format!(
+                    "the buckets hold {in_buckets} calls but the avg line says count: {count}: the histogram and its summary are not one run's (a paste joined from two?)"
+                ),
+            ));
+        }
         let ovf = || err(file, line, "avg", "value overflows when converted to ns");
         h.printed_avg_ns = Some(avg.checked_mul(u_avg.ns()).ok_or_else(ovf)?);
         h.printed_total_ns = Some(total.checked_mul(u_total.ns()).ok_or_else(ovf)?);

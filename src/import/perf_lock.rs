@@ -85,6 +85,38 @@ pub fn perf_lock_with(
                 (Some(l), _) | (None, Some(l)) => lock_row(&t, i, l, table, file),
                 (None, None) => Err(broken_row_error(&t, i, file)),
             };
+            // A row ends at its caller: another word on the row's line (a caller with a space
+            // in it, an extra column) or a byte that was not UTF-8 is an error, not dropped.
+            let parsed = parsed.and_then(|(row, next)| {
+                let line = line_at(&t, i);
+                if let Some(bad) = t[i..next].iter().find(|w| w.s.contains('\u{FFFD}')) {
+                    return Err(err(
+                        file,
+                        line,
+                        "caller",
+                        format!(
+                            "'{}' holds a byte that is not UTF-8 (a stray byte of the paste): fix the line",
+                            bad.s
+                        ),
+                    ));
+                }
+                // Only for a row that begins its line: a mail archive's flattened text runs
+                // rows and prose together on one line.
+                let starts_line = i == 0 || t[i - 1].line != line;
+                match t.get(next) {
+                    Some(extra) if starts_line && extra.line == line => Err(err(
+                        file,
+                        line,
+                        "caller",
+                        format!(
+                            "unexpected '{}' after the row's last column '{}' (perf prints one word per column: symbol+offset)",
+                            extra.s,
+                            t[next - 1].s
+                        ),
+                    )),
+                    _ => Ok((row, next)),
+                }
+            });
             match parsed {
                 Ok((row, next)) => {
                     out.push(row);
@@ -520,6 +552,17 @@ fn check_wait_order(
     min: Option<&WaitTime>,
     avg: &WaitTime,
 ) -> Result<()> {
+    if contended == 0 && total.ns > half_ulp_ns(total) {
+        return Err(err(
+            file,
+            line,
+            "contended",
+            format!(
+                "0 contended acquisitions but a total wait of {}: perf counts a wait only for a contended acquisition",
+                total.text
+            ),
+        ));
+    }
     let above = |a: &WaitTime, b: &WaitTime| a.ns > b.ns + half_ulp_ns(a) + half_ulp_ns(b);
     let order = |field: &str, a: &WaitTime, rel: &str, b: &WaitTime| {
         err(

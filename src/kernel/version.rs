@@ -161,8 +161,19 @@ impl KernelVersion {
                 "not a Linux version: the major must be 2..=7 and the minor 0..=30 (no series has gone past x.20)",
             ));
         }
-        Ok(KernelVersion { major, minor })
+        let v = KernelVersion { major, minor };
+        if v < KernelVersion::OLDEST {
+            return Err(err(&format!(
+                "older than {}, the oldest kernel whose watermark and PCP formulas are modelled (watermark_scale_factor arrived in 4.6; older kernels computed watermarks and pcp->high differently)",
+                KernelVersion::OLDEST
+            )));
+        }
+        Ok(v)
     }
+
+    /// The oldest kernel a version string may name: from 4.6 (watermark_scale_factor) the
+    /// watermark, batch and high formulas are the ones `crate::kernel` implements.
+    pub const OLDEST: KernelVersion = KernelVersion::new(4, 6);
 
     /// Parses a version (see [`KernelVersion::parse_labeled`]); errors name "kernel version".
     pub fn parse(text: &str) -> Result<Self> {

@@ -176,6 +176,16 @@ impl Hierarchy {
                 (lat.l2_hit.value, lat.llc_hit.value, lat.c2c_smt.value)
             }
             Placement::SameLlc => {
+                let cores = u64::from(t.sockets.value) * u64::from(t.cores_per_socket.value);
+                let domains =
+                    u64::from(t.sockets.value) * u64::from(t.llc_domains_per_socket.value);
+                if cores < 2 * domains.max(1) {
+                    return Err(Error::Unsupported(format!(
+                        "placement same-llc needs two cores in an LLC domain; machine {} has {} core(s) per LLC domain",
+                        machine.name,
+                        cores / domains.max(1)
+                    )));
+                }
                 let private =
                     crate::model::lines::from_other_core_ns(machine, lat.c2c_same_llc.value);
                 (private, lat.llc_hit.value, lat.c2c_same_llc.value)

@@ -240,6 +240,13 @@ pub fn check_fields(kind: &dyn Kind, w: &WorkloadSpec) -> Result<()> {
             }
         }
     }
+    for (name, range) in kind.param_ranges() {
+        if let Some(q) = w.params.get(*name) {
+            range
+                .check_flag(&format!("params.{name}"), q.value)
+                .map_err(|m| Error::invalid(&label, format!("params.{name}"), m))?;
+        }
+    }
     if let Some(read) = kind.params_read() {
         if let Some(name) = w.params.keys().find(|n| !read.contains(&n.as_str())) {
             return Err(Error::invalid(
@@ -447,6 +454,11 @@ pub trait Kind: Send + Sync {
     /// The `params` names it reads (None: not declared); any other name in a file is refused.
     fn params_read(&self) -> Option<&'static [&'static str]> {
         None
+    }
+    /// The valid range of each of its `params` that has one, checked when the file is loaded
+    /// (so `workload show` refuses what `predict` would).
+    fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[]
     }
     /// The kernel it evaluates when `--kernel` is not given: [`KernelVersion::DEFAULT`] unless
     /// the kind says otherwise (what [`super::not_modelled`] compares with the reference).

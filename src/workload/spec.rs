@@ -289,6 +289,9 @@ impl WorkloadSpec {
     /// Checks names, provenance and physical ranges.
     pub fn check(&self, label: &str) -> Result<()> {
         let inv = |field: &str, msg: String| Error::invalid(label, field, msg);
+        if let Ok(v) = serde_json::to_value(self) {
+            crate::input::check_text_fields(label, &v)?;
+        }
         if self.name.trim().is_empty() || self.name.contains(char::is_whitespace) {
             return Err(inv(
                 "name",
@@ -296,10 +299,10 @@ impl WorkloadSpec {
             ));
         }
         self.reference_kernel()
-            .map_err(|e| inv("reference_kernel", e.to_string()))?;
+            .map_err(|e| inv("reference_kernel", bare_message(e)))?;
         if let Some(k) = &self.op.work.kernel {
             crate::kernel::version::KernelVersion::parse(k)
-                .map_err(|e| inv("op.work.kernel", e.to_string()))?;
+                .map_err(|e| inv("op.work.kernel", bare_message(e)))?;
         }
         self.nodes().map_err(|_| {
             inv(
@@ -332,6 +335,17 @@ impl WorkloadSpec {
                 ));
             }
             check_source("tasks.memcgs", &m.source).map_err(|e| inv("tasks.memcgs", e))?;
+        }
+        if let Some(q) = &self.op.phase_pages {
+            if !(q.value >= 1.0 && q.value.fract() == 0.0) {
+                return Err(inv(
+                    "op.phase_pages",
+                    format!(
+                        "{} is not a whole number of pages >= 1 (leave it out when allocations and frees interleave)",
+                        q.value
+                    ),
+                ));
+            }
         }
         if self.op.work.ns.is_some() && self.op.work.cycles.is_some() {
             return Err(inv("op.work", "give ns or cycles, not both".into()));
@@ -369,6 +383,15 @@ impl WorkloadSpec {
             check_source("op.placement", &p.source).map_err(|m| inv("op.placement", m))?;
         }
         Ok(())
+    }
+}
+
+/// The message of a parse error without its own location (the caller's error names the file,
+/// line and field once).
+fn bare_message(e: Error) -> String {
+    match e {
+        Error::Parse { message, .. } => message,
+        other => other.to_string(),
     }
 }
 

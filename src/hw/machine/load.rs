@@ -48,6 +48,32 @@ impl Machine {
         Ok(m)
     }
 
+    /// Whether `other` describes the same hardware: every value equal, whatever the `source`
+    /// strings, the description or the `unknown` notes say (a copy whose provenance text was
+    /// edited is still the machine that was measured).
+    pub fn same_values(&self, other: &Machine) -> bool {
+        fn strip(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(o) => {
+                    o.remove("source");
+                    o.remove("description");
+                    o.remove("unknown");
+                    o.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        match (serde_json::to_value(self), serde_json::to_value(other)) {
+            (Ok(mut a), Ok(mut b)) => {
+                strip(&mut a);
+                strip(&mut b);
+                a == b
+            }
+            _ => false,
+        }
+    }
+
     /// Loads a machine from a TOML file.
     pub fn from_path(path: &std::path::Path) -> Result<Machine> {
         let label = path.display().to_string();
@@ -73,6 +99,11 @@ impl Machine {
                 ),
             })?;
         Self::from_toml_str(b.toml, &format!("built-in models/{}.toml", b.name))
+    }
+
+    /// The names of the built-in machines.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|b| b.name).collect()
     }
 
     /// A built-in name, or else a path to a TOML file.

@@ -88,6 +88,9 @@ impl Machine {
     pub fn validate(&self, label: &str) -> Result<()> {
         let bad = |field: &str, msg: String| Err(Error::invalid(label, field, msg));
 
+        if let Ok(v) = serde_json::to_value(self) {
+            crate::input::check_text_fields(label, &v)?;
+        }
         // Sources first: a value with an unknown provenance is not trusted further.
         for (path, s) in self.sources() {
             check_source(label, &path, s)?;
@@ -227,6 +230,12 @@ impl Machine {
         )?;
 
         self.validate_caches(label)?;
+        // The zones the kernel would lay out: a memory description that leaves a zone empty or
+        // a node too small is refused here, at load, not later by the commands that need zones.
+        crate::kernel::layout::zone_layout(self).map_err(|e| match e {
+            Error::Invalid { field, message, .. } => Error::invalid(label, field, message),
+            other => other,
+        })?;
         self.validate_latencies(label)?;
 
         // Clock.
@@ -376,6 +385,72 @@ impl Machine {
                 "cache".into(),
                 "no level-2 data or unified cache (the PCP cache model needs one)".into(),
             );
+        }
+        // One data-holding cache per level, levels without gaps: the model looks a level up by
+        // its number and would silently use the first of two.
+        let mut seen: Vec<u8> = Vec::new();
+        for (i, c) in self.caches.iter().enumerate() {
+            if !c.holds_data() {
+                continue;
+            }
+            if seen.contains(&c.level) {
+                return bad(
+                    format!("cache[{i}].level"),
+                    format!(
+                        "a second data or unified L{} (one per level; describe the one a core sees)",
+                        c.level
+                    ),
+                );
+            }
+            if let Some(&last) = seen.last() {
+                if c.level != last + 1 {
+                    return bad(
+                        format!("cache[{i}].level"),
+                        format!(
+                            "L{} follows L{last}: a level is missing in between",
+                            c.level
+                        ),
+                    );
+                }
+            }
+            seen.push(c.level);
+        }
+        // The last level is the one the cores of an LLC domain share (the model's LLC: where a
+        // line another core evicted or wrote is found, by the level's policy).
+        let (i, llc) = self
+            .llc_index()
+            .map(|i| (i, &self.caches[i]))
+            .expect("validated: an L2 exists");
+        if llc.level < 3 {
+            return bad(
+                "cache".into(),
+                "no shared last-level cache beyond L2 (the model needs one: where a line another \
+                 core left is found)"
+                    .into(),
+            );
+        }
+        if llc.shared_by.value == Sharing::Core {
+            return bad(
+                format!("cache[{i}].shared_by"),
+                format!(
+                    "the last-level cache L{} is private to a core here; the model's LLC is shared \
+                     by the cores of an LLC domain (llc_domain or socket)",
+                    llc.level
+                ),
+            );
+        }
+        for (i, c) in self.caches.iter().enumerate() {
+            if c.shared_by.value != Sharing::Core && c.policy.value == Policy::Private {
+                return bad(
+                    format!("cache[{i}].policy"),
+                    format!(
+                        "L{} is shared ({}) but has policy 'private', which is for core-private \
+                         levels: give inclusive, non_inclusive or victim",
+                        c.level,
+                        serde_json::to_string(&c.shared_by.value).unwrap_or_default()
+                    ),
+                );
+            }
         }
         Ok(())
     }

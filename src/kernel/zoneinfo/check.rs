@@ -284,9 +284,6 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
     let mut rows = Vec::new();
     for (i, z) in info.zones.iter().enumerate() {
         let spec = &specs[i];
-        if !spec.is_populated() {
-            continue;
-        }
         let boost = z.boost_pages as i64;
         let row = |quantity: &'static str, file: i64, expected: Expected| {
             let status = match expected {
@@ -306,6 +303,15 @@ pub fn check_zoneinfo(info: &ZoneInfo, opts: &CheckOptions) -> Result<ZoneinfoCh
                 explanation: None,
             }
         };
+        if !spec.is_populated() {
+            // A zone with present but no managed pages gets no share of min_free_kbytes (the
+            // share is managed / lowmem pages): its min is 0. A file that says otherwise is
+            // inconsistent, not a zone to skip silently.
+            if spec.present_pages > 0 {
+                rows.push(row("min", z.min_pages as i64, Expected::Exact { pages: 0 }));
+            }
+            continue;
+        }
         // Watermarks: computed, or from the file's min when given.
         let wm: Option<Watermarks> = match &computed_wm {
             Some(wm) => wm.get(i).copied(),

@@ -131,6 +131,12 @@ impl Kind for HighOrderFault {
     fn params_read(&self) -> Option<&'static [&'static str]> {
         Some(&["run_s", "high_order_pcp"])
     }
+    fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            ("run_s", crate::bounds::DURATION_S),
+            ("high_order_pcp", crate::bounds::SWITCH),
+        ]
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["run_s", "high_order_pcp"])
     }
@@ -178,7 +184,12 @@ impl Kind for HighOrderFault {
                     sig(e.p_traced, 3),
                     sig(e.contended, 4),
                     sig(e.total_wait_ns / 1e3, 4),
-                    sig(e.avg_wait_ns / 1e3, 4),
+                    // An average over no contended acquisition is undefined, not NaN.
+                    if e.contended > 0.0 && e.avg_wait_ns.is_finite() {
+                        sig(e.avg_wait_ns / 1e3, 4)
+                    } else {
+                        "-".to_string()
+                    },
                 ]);
             }
             ests.push(observed);

@@ -138,6 +138,13 @@ impl Kind for MemcgCharge {
     fn params_read(&self) -> Option<&'static [&'static str]> {
         Some(&["memcg_charge_batch", "cgroup_depth", "memcg_redraw"])
     }
+    fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            ("memcg_charge_batch", crate::bounds::MEMCG_CHARGE_BATCH),
+            ("cgroup_depth", crate::bounds::CGROUP_DEPTH),
+            ("memcg_redraw", crate::bounds::PROBABILITY),
+        ]
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["memcg_charge_batch", "cgroup_depth"])
     }

@@ -37,6 +37,9 @@ impl Kind for NumaStat {
     fn params_read(&self) -> Option<&'static [&'static str]> {
         Some(&["numa_stat"])
     }
+    fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[("numa_stat", crate::bounds::SWITCH)]
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["numa_stat"])
     }

@@ -53,6 +53,14 @@ use crate::model::netperf::NetperfModel;
 use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 use crate::workload::spec::FreedBy;
+
+/// Valid `params.consumer_allocs_per_free`.
+const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
+    crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate");
+
+/// Valid `params.free_run_pages`.
+const FREE_RUN_PAGES: crate::bounds::Range =
+    crate::bounds::Range::real("pages", 1e-3, 1e9, "", "a run length");
 use crate::workload::spec::{Basis, WorkloadSpec};
 use crate::workload::NodeSpan;
 
@@ -186,12 +194,8 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         None => w.nodes()?,
     };
     let running = running_pairs(machine, pairs, nodes);
-    let consumer_allocs_per_free = super::param(
-        w,
-        k,
-        "consumer_allocs_per_free",
-        crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate"),
-    )?;
+    let consumer_allocs_per_free =
+        super::param(w, k, "consumer_allocs_per_free", CONSUMER_ALLOCS_PER_FREE)?;
     let setup = Setup {
         placement,
         kernel,
@@ -201,12 +205,7 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         scale_max: k.scale_max,
         free_high: k.free_high.unwrap_or(false),
         free_run_pages: match k.extra("free_run_pages").or(w.param("free_run_pages").ok()) {
-            Some(_) => Some(super::param(
-                w,
-                k,
-                "free_run_pages",
-                crate::bounds::Range::real("pages", 1e-3, 1e9, "", "a run length"),
-            )?),
+            Some(_) => Some(super::param(w, k, "free_run_pages", FREE_RUN_PAGES)?),
             // A pure consumer never allocates: its run of frees never ends.
             None if consumer_allocs_per_free == 0.0 => Some(PURE_CONSUMER_RUN_PAGES),
             None => None,
@@ -319,6 +318,12 @@ impl Kind for ProducerConsumer {
     fn params_read(&self) -> Option<&'static [&'static str]> {
         Some(&["consumer_allocs_per_free", "free_run_pages"])
     }
+    fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &[
+            ("consumer_allocs_per_free", CONSUMER_ALLOCS_PER_FREE),
+            ("free_run_pages", FREE_RUN_PAGES),
+        ]
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         super::require_params(w, &["consumer_allocs_per_free"])?;
         if w.op.freed_by.value != FreedBy::Partner {
@@ -338,6 +343,15 @@ impl Kind for ProducerConsumer {
                 "op.work",
                 "missing: give ns or cycles per page, or basis = \"fitted\" for thread 004's calibration",
             ));
+        }
+        if let Some(q) = w.op.work.quantity().filter(|q| q.basis != Basis::Fitted) {
+            if q.value <= 0.0 {
+                return Err(Error::invalid(
+                    format!("workload {}", w.name),
+                    "op.work",
+                    "a given fixed work per page must be > 0 (basis = \"fitted\" takes thread 004's)",
+                ));
+            }
         }
         if w.op.placement.is_none() {
             return Err(Error::invalid(
