@@ -507,3 +507,47 @@ fn echoed_cells_are_short_and_visible() {
     assert!(err.contains("nul.csv:3: pcp_high_pages"), "{err}");
     assert!(err.contains("6\\u{0}40") && !err.contains('\0'), "{err:?}");
 }
+
+/// A fitted quantity the kind does not read (netperf-udp's `op.work` with basis "fitted" is
+/// replaced by thread 004's calibration) moves no prediction: `fit` refuses it and `validate`
+/// gives blind rows with a note, where both reported the start value as "fitted to every row"
+/// and labelled blind predictions as fitted and left out (probe of 2026-12-02).
+#[test]
+fn a_parameter_that_moves_no_prediction_is_not_fitted() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "w.toml",
+        include_str!("../models/workloads/netperf-udp.toml"),
+    );
+    write(
+        dir.path(),
+        "d.csv",
+        "high,ns_per_op\n0,900\n100,800\n500,700\n1000,680\n2000,670\n",
+    );
+    let (code, out, err) = run(
+        &["validate", "--workload", "w.toml", "--data", "d.csv"],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("nothing to fit: op.work.ns move(s) no prediction"),
+        "{out}"
+    );
+    assert!(
+        !out.lines().any(|l| {
+            let l = l.trim_end();
+            l.ends_with(" fitted") || l.ends_with(" loo")
+        }),
+        "{out}"
+    );
+    let (code, out, err) = run(
+        &["fit", "--workload", "w.toml", "d.csv", "--generic"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("op.work.ns: changing it moves no prediction"),
+        "{err}"
+    );
+}

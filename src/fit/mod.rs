@@ -139,6 +139,78 @@ fn rms<I: Iterator<Item = Option<f64>>>(errors: I, n: usize) -> Option<f64> {
         .map(|s| (s / n as f64).sqrt())
 }
 
+/// The free parameters of a fit of `model` to `data` that move no prediction of any row, at
+/// the start and halfway to a bound: ones the model does not read (a kind that takes its own
+/// calibration instead of the file's value). [`fit`] refuses them; a caller that can do
+/// without a fit (blind rows) asks first.
+pub fn parameters_without_effect(
+    model: &dyn FitModel,
+    data: &Dataset,
+    opts: &FitOptions,
+) -> Result<Vec<String>> {
+    let prep = prepare(model, data, opts)?;
+    let setup = prep.setup(model, data, 0..data.len());
+    let p0: Vec<f64> = prep
+        .free
+        .iter()
+        .map(|&j| interior(&prep.specs[j], prep.start0[j]))
+        .collect();
+    Ok(dead_parameters(&setup, &prep.specs, &prep.free, &p0))
+}
+
+fn dead_parameters(
+    setup: &problem::Setup<'_>,
+    specs: &[ParamSpec],
+    free: &[usize],
+    p0: &[f64],
+) -> Vec<String> {
+    let moved: Vec<f64> = free
+        .iter()
+        .zip(p0)
+        .map(|(&j, &v)| {
+            let s = &specs[j];
+            let hi = if s.upper.is_finite() {
+                s.upper
+            } else {
+                v.abs() * 4.0 + 1.0
+            };
+            v + 0.5 * (hi - v)
+        })
+        .collect();
+    let mut dead = vec![true; free.len()];
+    for p in [p0, moved.as_slice()] {
+        let Ok(jac) = setup.jacobian_phys(&setup.full_from_free(p)) else {
+            return Vec::new();
+        };
+        for (c, d) in dead.iter_mut().enumerate() {
+            if jac.column(c).iter().any(|x| *x != 0.0) {
+                *d = false;
+            }
+        }
+    }
+    dead.iter()
+        .zip(free)
+        .filter(|(d, _)| **d)
+        .map(|(_, &j)| specs[j].name.clone())
+        .collect()
+}
+
+/// Refuses a fit of a parameter the model does not read ([`parameters_without_effect`]):
+/// fitting it would report the start value as "fitted" and label every row as fitted.
+fn refuse_parameters_without_effect(
+    setup: &problem::Setup<'_>,
+    specs: &[ParamSpec],
+    free: &[usize],
+    p0: &[f64],
+) -> Result<()> {
+    match dead_parameters(setup, specs, free, p0).first() {
+        None => Ok(()),
+        Some(name) => Err(crate::Error::Unsupported(format!(
+            "{name}: changing it moves no prediction of these rows (at the start value and halfway to its bound): the model does not read it here, so there is nothing to fit (a workload kind may take its own calibration instead of the file's value: give basis = \"given\", or do not free it)"
+        ))),
+    }
+}
+
 /// Fits `model` to `data`. `Err` only for bad input: parameter specifications, options (an
 /// unknown or out-of-bounds fixed parameter, zero starts, ...), a dataset built for other
 /// columns, fewer rows than free parameters, or a zero measurement with relative residuals
@@ -155,6 +227,7 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
         .iter()
         .map(|&j| interior(&specs[j], prep.start0[j]))
         .collect();
+    refuse_parameters_without_effect(&setup, specs, free, &p0)?;
     let starts = start_points(specs, free, &prep.transforms, &p0, opts);
     let results: Vec<LmOutcome> = starts
         .iter()
