@@ -117,3 +117,39 @@ fn memcg_flat_batch_agrees_with_its_own_rows() {
         None => assert!(gains.last().unwrap().1 >= limit),
     }
 }
+
+/// Every point of the curve lies inside its own 95 % band, even with one sample (where the
+/// band of 107 of 107 points excluded the estimate) and at the optimum itself (memcg-72cpu's
+/// upper end was 0.9999999999995 against a relative throughput of 1).
+#[test]
+fn every_curve_point_lies_inside_its_band() {
+    for args in [
+        vec![
+            "optimal-high",
+            "--machine",
+            "icelake-server",
+            "--samples",
+            "1",
+        ],
+        vec!["optimal-high", "--machine", "epyc-7w83", "--samples", "5"],
+        vec![
+            "optimal-high",
+            "--machine",
+            "memcg-72cpu",
+            "--samples",
+            "20",
+        ],
+    ] {
+        let o = json(&args);
+        for p in o["curve"].as_array().unwrap() {
+            let r = p["relative"].as_f64().unwrap();
+            let lo = p["relative_lo95"].as_f64().unwrap();
+            let hi = p["relative_hi95"].as_f64().unwrap();
+            assert!(
+                lo <= r && r <= hi,
+                "{args:?}: {r} outside {lo}..{hi} at {}",
+                p["high_pages"]
+            );
+        }
+    }
+}

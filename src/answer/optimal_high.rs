@@ -60,9 +60,10 @@ pub struct CurvePoint {
     pub throughput_ops_per_s: f64,
     /// Throughput relative to the optimum.
     pub relative: f64,
-    /// 2.5th percentile of the relative throughput over parameter samples.
+    /// 2.5th percentile of the relative throughput over parameter samples, lowered to
+    /// `relative` when the draws all lie above it.
     pub relative_lo95: f64,
-    /// 97.5th percentile.
+    /// 97.5th percentile, raised to `relative` when the draws all lie below it.
     pub relative_hi95: f64,
     /// Predicted score where the machine has a fitted score scale.
     pub score: Option<f64>,
@@ -421,12 +422,17 @@ pub fn optimal_high(
             .zip(&best_of)
             .map(|((q, m), b)| throughput(m, q, h) / b)
             .collect();
+        // The band is the draws' 2.5-97.5 percentiles, widened to hold the estimate itself
+        // (as the optimum's interval is): with few draws, or a skewed spread, the draws alone
+        // can miss the estimate, and an interval that excludes its own estimate says nothing.
+        let relative = e.throughput_ops_per_s / a.best_score;
+        let band = |pct: f64| percentile(&rel, pct).unwrap_or(relative);
         curve.push(CurvePoint {
             high_pages: h,
             throughput_ops_per_s: e.throughput_ops_per_s,
-            relative: e.throughput_ops_per_s / a.best_score,
-            relative_lo95: percentile(&rel, 2.5).unwrap_or(f64::NAN),
-            relative_hi95: percentile(&rel, 97.5).unwrap_or(f64::NAN),
+            relative,
+            relative_lo95: band(2.5).min(relative),
+            relative_hi95: band(97.5).max(relative),
             score: wp.has_score.then_some(e.score),
             p_private: e.probs.private,
             p_llc: e.probs.llc,
@@ -491,6 +497,11 @@ pub fn optimal_high(
         notes.push(format!(
             "{} of {samples} parameter samples gave no finite optimum",
             samples - argmaxes.len()
+        ));
+    }
+    if samples < 40 {
+        notes.push(format!(
+            "{samples} parameter sample(s): the 95 % intervals are a rough guide (40 draws put one in each 2.5 % tail; the default is 200)"
         ));
     }
     Ok(OptimalHigh {
