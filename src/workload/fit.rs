@@ -249,8 +249,14 @@ impl std::fmt::Debug for WorkloadFit {
 fn csv_header(text: &str, label: &str) -> Result<(usize, Vec<String>)> {
     use crate::fit::dataset::{csv_reader, header_line};
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let line =
-        header_line(text).ok_or_else(|| Error::parse(label, 0, "header", "no header line"))?;
+    let line = header_line(text).ok_or_else(|| {
+        Error::parse(
+            label,
+            1,
+            "header",
+            "no header line (the file is empty or holds only comments)",
+        )
+    })?;
     let mut rdr = csv_reader(text);
     let h = rdr
         .headers()

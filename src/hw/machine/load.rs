@@ -165,7 +165,32 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
                     .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
         })
         .unwrap_or("toml");
-    Error::parse(label, line, field, e.message().to_string())
+    Error::parse(label, line, field, shorten_digit_runs(e.message()))
+}
+
+/// The parser echoes a number such as 1e308 with all 309 of its digits: a run of more than 15
+/// digits is shown by its first digits and its length.
+fn shorten_digit_runs(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() > 15 {
+            out.push_str(&format!("{}... ({} digits)", &run[..6], run.len()));
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_digit() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// Turns an [`Error::Invalid`] about a dotted field of a machine file into an [`Error::Parse`]

@@ -105,7 +105,7 @@ fn check_instances(machine: &Machine, instances: u32) -> Result<()> {
     let cpus = machine.cpus();
     if u64::from(instances) * 2 > u64::from(cpus) {
         return Err(Error::Unsupported(format!(
-            "--instances {instances}: each netperf instance needs a sender and a receiver CPU, and {} has {cpus} CPUs (at most {} instances)",
+            "{instances} instance(s) (--tasks, --instances or the file's tasks.count): each netperf instance needs a sender and a receiver CPU, and {} has {cpus} CPU(s) (at most {} instances)",
             machine.name,
             cpus / 2
         )));
