@@ -23,6 +23,20 @@ fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
     )
 }
 
+/// `fit --workload netperf-udp CSV --machine icelake-server EXTRA...` in `dir`.
+fn fit_icx(dir: &Path, csv: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "fit",
+        "--workload",
+        "netperf-udp",
+        csv,
+        "--machine",
+        "icelake-server",
+    ];
+    args.extend_from_slice(extra);
+    run(&args, dir)
+}
+
 fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
 }
@@ -97,18 +111,7 @@ fn leave_one_out_is_bounded_by_the_row_count_and_says_so() {
     // A generous bound (debug build, a loaded 2-core machine): the point is that it is not
     // quadratic in the rows any more.
     assert!(t.elapsed() < Duration::from_secs(120), "{:?}", t.elapsed());
-    let (code, _, err) = run(
-        &[
-            "fit",
-            "--workload",
-            "netperf-udp",
-            "big.csv",
-            "--machine",
-            "icelake-server",
-            "--no-loo",
-        ],
-        dir.path(),
-    );
+    let (code, _, err) = fit_icx(dir.path(), "big.csv", &["--no-loo"]);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -214,33 +217,13 @@ fn fields_columns_and_machines_nothing_reads_are_refused() {
     ];
     for (name, text, want) in cases {
         write(dir.path(), name, text);
-        let (code, _, err) = run(
-            &[
-                "fit",
-                "--workload",
-                "netperf-udp",
-                name,
-                "--machine",
-                "icelake-server",
-            ],
-            dir.path(),
-        );
+        let (code, _, err) = fit_icx(dir.path(), name, &[]);
         assert_eq!(code, 2, "{name}: {err}");
         assert!(err.contains(want), "{name}: {err}");
     }
     // The sweep's own columns and a machine that is not built in are read, with notes.
     write(dir.path(), "sweep.csv", SWEEP);
-    let (code, out, err) = run(
-        &[
-            "fit",
-            "--workload",
-            "netperf-udp",
-            "sweep.csv",
-            "--machine",
-            "icelake-server",
-        ],
-        dir.path(),
-    );
+    let (code, out, err) = fit_icx(dir.path(), "sweep.csv", &[]);
     assert!(code == 0 || code == 1, "{err}");
     assert!(
         out.contains("columns not read by this fit: machine, score_q1"),
@@ -269,17 +252,7 @@ fn the_first_fit_help_example_runs_as_written() {
         .map(|l| format!("{l}\n"))
         .collect();
     write(dir.path(), "icx.csv", &icx);
-    let (code, _, err) = run(
-        &[
-            "fit",
-            "--workload",
-            "netperf-udp",
-            "icx.csv",
-            "--machine",
-            "icelake-server",
-        ],
-        dir.path(),
-    );
+    let (code, _, err) = fit_icx(dir.path(), "icx.csv", &[]);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -347,19 +320,7 @@ fn a_fit_without_uncertainty_says_so() {
         ("two.csv", "no degrees of freedom"),
         ("same.csv", "not identifiable"),
     ] {
-        let (code, out, err) = run(
-            &[
-                "fit",
-                "--workload",
-                "netperf-udp",
-                name,
-                "--machine",
-                "icelake-server",
-                "--format",
-                "json",
-            ],
-            dir.path(),
-        );
+        let (code, out, err) = fit_icx(dir.path(), name, &["--format", "json"]);
         assert_eq!(code, 0, "{err}");
         assert!(
             err.contains("warning: the fitted values") && err.contains(want),
@@ -383,20 +344,10 @@ fn a_fit_without_uncertainty_says_so() {
 fn fix_and_free_of_one_parameter_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "icx.csv", ICX);
-    let (code, _, err) = run(
-        &[
-            "fit",
-            "--workload",
-            "netperf-udp",
-            "icx.csv",
-            "--machine",
-            "icelake-server",
-            "--fix",
-            "fixed_ns=500",
-            "--free",
-            "fixed_ns",
-        ],
+    let (code, _, err) = fit_icx(
         dir.path(),
+        "icx.csv",
+        &["--fix", "fixed_ns=500", "--free", "fixed_ns"],
     );
     assert_eq!(code, 2, "{err}");
     assert!(
