@@ -106,8 +106,11 @@ fn set_values(
                 "fit options",
                 format!("{what}.{name}"),
                 format!(
-                    "{v} is not a finite value within the bounds [{}, {}] {}",
-                    s.lower, s.upper, s.unit
+                    "{} is not a finite value within the bounds [{}, {}] {}",
+                    crate::bounds::show(*v),
+                    crate::bounds::show(s.lower),
+                    crate::bounds::show(s.upper),
+                    s.unit
                 ),
             ));
         }
