@@ -2,11 +2,11 @@
 
 use super::normalise::{err, is_uint, line_at, parse_uint, skip_bars, tokenize, word, Tok};
 use super::{
-    bucket_ns, gap_error, row_text, skip_or_fail, HistogramFormat, ImportedHistogram, ParseOptions,
-    Parsed, Skipped, TimeUnit,
+    bucket_ns, gap_error, nonempty_histogram, row_text, skip_or_fail, HistogramFormat,
+    ImportedHistogram, ParseOptions, Parsed, Skipped, TimeUnit,
 };
 
-use crate::data::{Bucket, Histogram};
+use crate::data::Bucket;
 use crate::error::Result;
 
 /// Parses every bpftrace `hist()` or `lhist()` map in the text, in order; values were recorded
@@ -61,15 +61,7 @@ pub fn bpftrace_with(
                 })?;
                 buckets.push(b);
             }
-            let histogram = Histogram::new(buckets, file)?;
-            if histogram.total_count() == 0 {
-                return Err(err(
-                    file,
-                    line,
-                    "count",
-                    "every bucket holds 0 samples: a histogram with no samples says nothing to fit",
-                ));
-            }
+            let histogram = nonempty_histogram(buckets, file, line, "samples")?;
             out.push(ImportedHistogram {
                 format: if log2 {
                     HistogramFormat::BpftraceHist

@@ -2,11 +2,11 @@
 
 use super::normalise::{err, found, is_uint, line_at, parse_uint, skip_bars, tokenize, word, Tok};
 use super::{
-    bucket_ns, gap_error, row_text, skip_or_fail, HistogramFormat, ImportedHistogram, ParseOptions,
-    Parsed, Skipped, TimeUnit,
+    bucket_ns, gap_error, nonempty_histogram, row_text, skip_or_fail, HistogramFormat,
+    ImportedHistogram, ParseOptions, Parsed, Skipped, TimeUnit,
 };
 
-use crate::data::{Bucket, Histogram};
+use crate::data::Bucket;
 use crate::error::{Error, Result};
 
 /// Parses every BCC `funclatency` histogram in the text, in order. `file` names the source in
@@ -205,15 +205,7 @@ fn funclatency_body(
         ));
     }
     let label = format!("histogram {index} ({})", word(t, header).unwrap_or("nsecs"));
-    let histogram = Histogram::new(buckets, file)?;
-    if histogram.total_count() == 0 {
-        return Err(err(
-            file,
-            header_line,
-            "count",
-            "every bucket holds 0 calls: a histogram with no samples says nothing to fit",
-        ));
-    }
+    let histogram = nonempty_histogram(buckets, file, header_line, "calls")?;
     let mut h = ImportedHistogram {
         format: HistogramFormat::Funclatency,
         label,

@@ -269,6 +269,26 @@ fn bucket_ns(lo: u64, hi_exclusive: u64, count: u64, unit: TimeUnit) -> Option<B
 /// A gap between printed buckets. funclatency and bpftrace both print every bucket from the
 /// first to the last non-empty one (empty ones with count 0), so a gap means rows were lost:
 /// an error in strict mode; in lenient mode the gap stays (its samples are not counted).
+/// The histogram of `buckets`, refused when no bucket holds a sample (`what` names the samples:
+/// calls, samples), naming the histogram's `line`.
+fn nonempty_histogram(
+    buckets: Vec<Bucket>,
+    file: &str,
+    line: usize,
+    what: &str,
+) -> Result<Histogram> {
+    let histogram = Histogram::new(buckets, file)?;
+    if histogram.total_count() == 0 {
+        return Err(err(
+            file,
+            line,
+            "count",
+            format!("every bucket holds 0 {what}: a histogram with no samples says nothing to fit"),
+        ));
+    }
+    Ok(histogram)
+}
+
 fn gap_error(file: &str, line: usize, prev_end: u64, next_lo: u64, unit: &str) -> Error {
     err(
         file,
