@@ -161,37 +161,33 @@ impl WorkloadParams {
             .collect();
         let mean: Vec<f64> = idx.iter().map(|&i| self.values[i]).collect();
         let cov = self.covariance_matrix();
-        if mean.iter().all(|m| *m > 0.0 && m.is_finite()) {
-            // Every parameter is a positive physical quantity: drawn log-normally with the
-            // same mean and covariance (ln(1 + cov_ij / (m_i m_j)) in log space). A normal
-            // draw clamped at zero put a wide carried-over spread's lower tail at "no work",
-            // which made the interval's upper end the zero-work limit.
-            let k = mean.len();
-            let log_cov =
-                DMatrix::from_fn(k, k, |i, j| (cov[(i, j)] / (mean[i] * mean[j])).ln_1p());
-            if log_cov.iter().all(|x| x.is_finite()) {
-                let log_mean: Vec<f64> = (0..k)
-                    .map(|i| mean[i].ln() - 0.5 * log_cov[(i, i)])
-                    .collect();
-                return crate::fit::optimize::sample_normal(&log_mean, &log_cov, n, seed)
-                    .into_iter()
-                    .map(|s| {
-                        let mut v = self.values.clone();
-                        for (kk, &i) in idx.iter().enumerate() {
-                            v[i] = s[kk].exp();
-                        }
-                        v
-                    })
-                    .collect();
-            }
-        }
-        crate::fit::optimize::sample_normal(&mean, &cov, n, seed)
+        let k = mean.len();
+        // Every parameter a positive physical quantity: drawn log-normally with the same mean
+        // and covariance (ln(1 + cov_ij / (m_i m_j)) in log space). A normal draw clamped at
+        // zero put a wide carried-over spread's lower tail at "no work", which made the
+        // interval's upper end the zero-work limit.
+        let log_cov = DMatrix::from_fn(k, k, |i, j| (cov[(i, j)] / (mean[i] * mean[j])).ln_1p());
+        let log_normal =
+            mean.iter().all(|m| *m > 0.0 && m.is_finite()) && log_cov.iter().all(|x| x.is_finite());
+        let draws = if log_normal {
+            let log_mean: Vec<f64> = (0..k)
+                .map(|i| mean[i].ln() - 0.5 * log_cov[(i, i)])
+                .collect();
+            crate::fit::optimize::sample_normal(&log_mean, &log_cov, n, seed)
+        } else {
+            crate::fit::optimize::sample_normal(&mean, &cov, n, seed)
+        };
+        draws
             .into_iter()
             .map(|s| {
                 let mut v = self.values.clone();
-                for (k, &i) in idx.iter().enumerate() {
-                    // Physical bounds: positive quantities stay positive.
-                    v[i] = s[k].max(1e-9 * self.values[i].abs().max(1.0));
+                for (kk, &i) in idx.iter().enumerate() {
+                    v[i] = if log_normal {
+                        s[kk].exp()
+                    } else {
+                        // Physical bounds: positive quantities stay positive.
+                        s[kk].max(1e-9 * self.values[i].abs().max(1.0))
+                    };
                 }
                 v
             })

@@ -195,22 +195,6 @@ fn dead_parameters(
         .collect()
 }
 
-/// Refuses a fit of a parameter the model does not read ([`parameters_without_effect`]):
-/// fitting it would report the start value as "fitted" and label every row as fitted.
-fn refuse_parameters_without_effect(
-    setup: &problem::Setup<'_>,
-    specs: &[ParamSpec],
-    free: &[usize],
-    p0: &[f64],
-) -> Result<()> {
-    match dead_parameters(setup, specs, free, p0).first() {
-        None => Ok(()),
-        Some(name) => Err(crate::Error::Unsupported(format!(
-            "{name}: changing it moves no prediction of these rows (at the start value and halfway to its bound): the model does not read it here, so there is nothing to fit (a workload kind may take its own calibration instead of the file's value: give basis = \"given\", or do not free it)"
-        ))),
-    }
-}
-
 /// Fits `model` to `data`. `Err` only for bad input: parameter specifications, options (an
 /// unknown or out-of-bounds fixed parameter, zero starts, ...), a dataset built for other
 /// columns, fewer rows than free parameters, or a zero measurement with relative residuals
@@ -227,7 +211,12 @@ pub fn fit(model: &dyn FitModel, data: &Dataset, opts: &FitOptions) -> Result<Fi
         .iter()
         .map(|&j| interior(&specs[j], prep.start0[j]))
         .collect();
-    refuse_parameters_without_effect(&setup, specs, free, &p0)?;
+    // A parameter the model does not read would be reported "fitted" at its start value.
+    if let Some(name) = dead_parameters(&setup, specs, free, &p0).first() {
+        return Err(crate::Error::Unsupported(format!(
+            "{name}: changing it moves no prediction of these rows (at the start value and halfway to its bound): the model does not read it here, so there is nothing to fit (a workload kind may take its own calibration instead of the file's value: give basis = \"given\", or do not free it)"
+        )));
+    }
     let starts = start_points(specs, free, &prep.transforms, &p0, opts);
     let results: Vec<LmOutcome> = starts
         .iter()

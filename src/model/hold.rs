@@ -346,10 +346,16 @@ impl CodeHold {
     /// out when it is given their head line's cost.
     pub fn handover_ns(&self, side: HoldSide, p_other: f64, c2c_ns: f64) -> f64 {
         let restart = match side {
-            HoldSide::Refill => self.train_misses * self.dram_ns,
+            HoldSide::Refill => self.restart_ns(p_other),
             HoldSide::Drain => 0.0,
         };
-        p_other * (self.handover_lines * c2c_ns + restart)
+        p_other * self.handover_lines * c2c_ns + restart
+    }
+
+    /// Expected stream restart of a refill that reads a stream, ns: with probability `p_other`
+    /// the previous holder was another CPU and the prefetcher starts over.
+    pub fn restart_ns(&self, p_other: f64) -> f64 {
+        p_other * self.train_misses * self.dram_ns
     }
 
     /// The fixed part of a hold on `side` (call and hand-over), ns: what it pays besides its
@@ -421,10 +427,8 @@ impl CodeHold {
         HoldParts {
             call_ns: self.cycles(self.call_cycles),
             // Scattered heads (`head_line_ns` given) are no stream: no restart to pay.
-            handover_ns: match head_line_ns {
-                None => self.handover_ns(HoldSide::Refill, p_other, c2c_ns),
-                Some(_) => self.handover_ns(HoldSide::Drain, p_other, c2c_ns),
-            },
+            handover_ns: self.handover_ns(HoldSide::Refill, p_other, c2c_ns)
+                - head_line_ns.map_or(0.0, |_| self.restart_ns(p_other)),
             blocks_ns: blocks * per_block,
             check_ns: if self.check == RefillCheck::UnderLock {
                 blocks * check_block
@@ -507,7 +511,7 @@ mod tests {
         let streamed = h.refill(7.0, 3, 1.0, 40.0, None).handover_ns;
         let scattered = h.refill(7.0, 3, 1.0, 40.0, Some(40.0)).handover_ns;
         assert!((streamed - scattered - h.train_misses * h.dram_ns).abs() < 1e-9);
-        assert!((scattered - h.handover_ns(HoldSide::Drain, 1.0, 40.0)).abs() < 1e-12);
+        assert!((scattered - h.handover_ns(HoldSide::Drain, 1.0, 40.0)).abs() < 1e-9);
     }
 
     /// A drain's first scattered block pays its own L2 line and three remote lines (one of them

@@ -140,22 +140,18 @@ pub fn validate_workload(
             "nothing to fit: no quantity of workload {} has basis \"fitted\" (free one to refit it); only blind rows",
             w.spec.name
         ));
-    } else if let Some(dead) = Some(crate::fit::parameters_without_effect(
-        &model,
-        &ds,
-        &FitOptions::default(),
-    )?)
-    .filter(|d| !d.is_empty())
+    } else if ds.len() < MIN_LOO_ROWS {
+        notes.push(format!(
+            "{} row(s): leave-one-out needs at least {MIN_LOO_ROWS}; only blind rows",
+            ds.len()
+        ));
+    } else if let dead @ [_, ..] =
+        crate::fit::parameters_without_effect(&model, &ds, &FitOptions::default())?.as_slice()
     {
         notes.push(format!(
             "nothing to fit: {} move(s) no prediction of these rows (kind {} does not read the file's value here: e.g. basis \"fitted\" work takes the kind's own calibration); only blind rows",
             dead.join(", "),
             w.kind.name()
-        ));
-    } else if ds.len() < MIN_LOO_ROWS {
-        notes.push(format!(
-            "{} row(s): leave-one-out needs at least {MIN_LOO_ROWS}; only blind rows",
-            ds.len()
         ));
     } else {
         let rep = fit(

@@ -585,21 +585,17 @@ impl ZoneLockModel {
     /// the share of refills that read a stream.
     pub fn refill_fixed_ns(&self, p: &ZoneLockParams, procs: u32, sources: &[LineSource]) -> f64 {
         let streamed = self.fixed_ns(p, procs, HoldSide::Refill);
-        if self.code_hold.is_none() {
-            return streamed;
-        }
-        let unstreamed = self.fixed_ns(p, procs, HoldSide::Drain);
         let total: f64 = sources.iter().map(|s| s.probability).sum();
-        if total <= 0.0 {
+        let Some(c) = self.code_hold.as_ref().filter(|_| total > 0.0) else {
             return streamed;
-        }
-        let share: f64 = sources
+        };
+        let unstreamed: f64 = sources
             .iter()
-            .filter(|s| self.refill_streams(s))
+            .filter(|s| !self.refill_streams(s))
             .map(|s| s.probability)
             .sum::<f64>()
             / total;
-        share * streamed + (1.0 - share) * unstreamed
+        streamed - unstreamed * c.restart_ns(crate::model::hold::p_other(procs))
     }
 
     /// One refill hold of `pages` pages of `order` whose struct-page lines come from `s`, ns:
