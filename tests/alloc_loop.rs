@@ -1,5 +1,5 @@
 //! Kind `alloc-loop` (issue 11): thread 000's mmap-fill through the kind equals the zone->lock
-//! model it generalises; Halbuer's bulk allocation growth ns(24)/ns(1) against issue 11's
+//! model it generalises; Halbuer's bulk allocation growth ns(24)/ns(1) meets issue 11's
 //! criterion; every built-in machine runs every alloc-loop workload through `latency`.
 
 use assert_cmd::Command;
@@ -58,14 +58,17 @@ fn bulk_alloc_order0_growth_against_issue_11() {
     let measured = HALBUER_ORDER0_NS_24 / HALBUER_ORDER0_NS_1; // 8.70
     let out = |p: &pcpmodel::workload::Predicted, k: &str| p.output(k).unwrap();
 
-    // Issue 11's criterion is |ratio / 8.7 - 1| <= 30 %. With the refill hold composed from
-    // the code (crate::model::hold) and nothing fitted to Halbuer's table, the model does NOT
-    // meet it: it predicts about 12.5x. This test pins why, and fails when a model change
-    // brings the ratio into the band (then make it the acceptance test).
+    // Issue 11's criterion: |ratio / 8.7 - 1| <= 30 %, with nothing fitted to Halbuer's
+    // table: the refill hold composed from the code (crate::model::hold), the work outside the
+    // lock the allocation's share of page_bench01's pair as Mel Gorman's pagealloc benchmark
+    // splits it. The model gives about 10.1x (+17 %). The band is the issue's; the miss left
+    // is the one-core time (below), which no public source fixes closer.
     assert!(
-        (ratio / measured - 1.0).abs() > 0.30,
-        "ratio {ratio:.2} now meets issue 11's criterion (8.7 +- 30 %): turn this test into the acceptance assertion"
+        (ratio / measured - 1.0).abs() <= 0.30,
+        "ratio {ratio:.2} against Halbuer's 8.7 (issue 11: within 30 %)"
     );
+    // The model still over-predicts the growth: its one-core time is short of 127 ns.
+    assert!(ratio > measured, "{ratio}");
 
     // Why: at 24 tasks the lock is saturated, so each allocation waits for the other 23
     // tasks' refills: ns(24) = 24 · S24 with S24 the lock time per page (hold + hand-over, 63
@@ -93,15 +96,17 @@ fn bulk_alloc_order0_growth_against_issue_11() {
     assert!((s1 / s1_code - 1.0).abs() < 1e-3, "{s1} vs {s1_code}");
     let s24_code = s1_code + 23.0 / 24.0 * (8.0 * 47.5 + 2.0 * 85.0) / 63.0;
     assert!((s24 / s24_code - 1.0).abs() < 1e-3, "{s24} vs {s24_code}");
-    // w: half of thread 002's page_bench01 alloc+free on 4.14 (88 cycles) plus the one locked
-    // RMW of 6.0's pcp->lock (20 cycles, crate::model::fastpath), at 2.1 GHz. Exact: 0.1 %.
-    let w_code = (88.0 + 20.0) / 2.1;
+    // w: the allocation's share of thread 002's page_bench01 alloc+free on 4.14 (176 x 125 /
+    // 168 = 131 cycles, the share from Mel Gorman's pagealloc split on 4.10) plus the one
+    // locked RMW of 6.0's pcp->lock (20 cycles, crate::model::fastpath), at 2.1 GHz. Exact:
+    // 0.1 %.
+    let w_code = (131.0 + 20.0) / 2.1;
     assert!((w / w_code - 1.0).abs() < 1e-3, "{w} vs {w_code}");
     // So the saturated time per allocation, 24 x 46.5 = 1116 ns, is Halbuer's 1105 ns within
-    // a few %; the miss is at one task: w + S1 = 51 + 38 = 90 ns against 127 ns. The
+    // a few %; the miss is at one task: w + S1 = 72 + 38 = 110 ns against 127 ns. The
     // measured ratio needs w + S1 = 24 x 46.5 / 8.7 = 128 ns, i.e. w of about 90 ns (190
-    // cycles) where the code gives 108. The one-task time is checked for scale only: 40 %.
-    assert!((one.ns_per_op / HALBUER_ORDER0_NS_1 - 1.0).abs() < 0.40);
+    // cycles) where the code gives 151. The one-task time is checked for scale only: 25 %.
+    assert!((one.ns_per_op / HALBUER_ORDER0_NS_1 - 1.0).abs() < 0.25);
     assert!((many.ns_per_op / HALBUER_ORDER0_NS_24 - 1.0).abs() < 0.10);
 }
 
