@@ -100,12 +100,8 @@ impl Solved {
 
 fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
     let workload = pcpmodel::workload::resolve(&c.workload)?;
-    if !workload.kind.has_zone_lock() {
-        anyhow::bail!(
-            "--workload {}: its kind '{}' does not model zone->lock (latency, scale-max and plot latency need a kind with the zone-lock mechanism, e.g. alloc-loop)",
-            workload.name(),
-            workload.kind.name()
-        );
+    if let Err(why) = workload.kind.refill_loop() {
+        anyhow::bail!("--workload {}: {why}", workload.name());
     }
     let machine = Machine::resolve(
         c.machine

@@ -485,9 +485,22 @@ pub trait Kind: Send + Sync {
             self.name()
         )))
     }
-    /// Whether the kind models zone->lock (then `latency` applies).
+    /// Whether the kind models zone->lock.
     fn has_zone_lock(&self) -> bool {
         self.mechanisms().contains(&Mechanism::ZoneLock)
+    }
+    /// Whether the kind's zone->lock is the PCP refill loop that `latency`, `scale-max` and
+    /// `plot latency` solve (rmqueue_bulk() holds of a batch, [`crate::workload::kinds::alloc_loop::lock_case`]).
+    /// A kind that models zone->lock in a model of its own says where to read it instead.
+    fn refill_loop(&self) -> std::result::Result<(), String> {
+        if self.has_zone_lock() {
+            Ok(())
+        } else {
+            Err(format!(
+                "its kind '{}' does not model zone->lock (latency, scale-max and plot latency need a kind with the zone-lock mechanism, e.g. alloc-loop)",
+                self.name()
+            ))
+        }
     }
     /// The kind's own fit model for its thread's measurement CSV, if it has one (`fit`
     /// otherwise uses the generic workload fit over knob columns).

@@ -125,6 +125,12 @@ impl Kind for HighOrderFault {
     fn knobs(&self) -> &'static [&'static str] {
         &["tasks", "order", "high-order-pcp"]
     }
+    fn refill_loop(&self) -> std::result::Result<(), String> {
+        Err(format!(
+            "its kind '{}' models zone->lock inside its own fault model (one hold per folio allocated or freed without the order on the PCP lists, thread 003), not as the batched rmqueue_bulk() refill loop that latency, scale-max and plot latency solve: `pcpmodel predict` shows its acquisitions, lock utilisation and waits",
+            self.name()
+        ))
+    }
     fn fields_read(&self) -> Option<&'static [&'static str]> {
         Some(&["op.order", "tasks.count"])
     }
