@@ -76,8 +76,18 @@ fn netperf_udp_is_thread_004s_model() {
         .unwrap()
         .predict(&m, &Knobs::default())
         .unwrap();
-    assert_eq!(p.ns_per_op, old.ns_per_op);
-    assert_eq!(p.output("score"), Some(old.score));
+    // The kind adds one input the thread model lacks: the free_high trigger for runs of frees
+    // of 2^order / consumer_allocs_per_free = 8 pages (the file gives no params.free_run_pages),
+    // which against a trigger of a batch (63 pages) fires so rarely that the prediction moves
+    // by about 1e-13: equal to 1e-9 relative.
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-9;
+    assert!(
+        close(p.ns_per_op, old.ns_per_op),
+        "{} vs {}",
+        p.ns_per_op,
+        old.ns_per_op
+    );
+    assert!(close(p.output("score").unwrap(), old.score));
     // --high and --placement reach the model.
     let k = Knobs {
         high: Some(100),
@@ -92,7 +102,7 @@ fn netperf_udp_is_thread_004s_model() {
         .unwrap()
         .predict(&m, &k)
         .unwrap();
-    assert_eq!(p100.ns_per_op, old100.ns_per_op);
+    assert!(close(p100.ns_per_op, old100.ns_per_op));
 }
 
 #[test]
@@ -283,11 +293,14 @@ fn native_fits_are_the_thread_models() {
         let native = w.kind.native_fit(&w.spec, &m).unwrap().unwrap();
         let old = thread_model(&m);
         let p: Vec<f64> = old.params().iter().map(|s| s.default).collect();
-        assert_eq!(
+        // Equal but for the free_high trigger the kind adds from its runs of frees (netperf's
+        // consumer allocates once per free: runs of 8 pages against a threshold of a batch, a
+        // share of order 1e-10; see netperf_udp_is_thread_004s_model): 1e-9 relative.
+        let (new, old) = (
             native.predict(&p, &x).unwrap(),
             old.predict(&p, &x).unwrap(),
-            "{workload}"
         );
+        assert!((new / old - 1.0).abs() < 1e-9, "{workload}: {new} vs {old}");
         assert_eq!(w.kind.native_columns().len(), columns, "{workload}");
         assert_eq!(w.kind.native_default_fixed(), fixed, "{workload}");
     }
@@ -359,4 +372,29 @@ fn producer_consumer_pairs_queue_on_the_zone_lock() {
         assert!((0.0..=1.0 + 1e-9).contains(&u), "{u}");
         last = (s, t);
     }
+}
+
+/// The free_high trigger's run of frees follows `consumer_allocs_per_free` when the file gives
+/// no `params.free_run_pages` (2^order / a pages, random interleaving), so a pure consumer
+/// (a = 0, runs that never end) and one that allocates once per billion frees predict the same:
+/// the model is continuous in a at 0 (it once jumped from 1287 to 1339 ns per page for
+/// lmbench on icelake-server, where a > 0 dropped the trigger altogether). The free_high share
+/// at a = 1e-9 differs from a = 0 by exp(-T / 8e9) - exp(-T / 1e9) for thresholds T of a few
+/// hundred pages, under 1e-6: the predictions agree to 1e-6.
+#[test]
+fn producer_consumer_is_continuous_in_consumer_allocations_at_zero() {
+    let m = Machine::builtin("icelake-server").unwrap();
+    let at = |a: f64| {
+        let mut w = resolve("lmbench-af-unix").unwrap();
+        w.spec
+            .params
+            .get_mut("consumer_allocs_per_free")
+            .expect("lmbench gives it")
+            .value = a;
+        w.predict(&m, &Knobs::default()).unwrap().ns_per_op
+    };
+    let (zero, tiny, small) = (at(0.0), at(1e-9), at(1e-3));
+    assert!((tiny / zero - 1.0).abs() < 1e-6, "{zero} vs {tiny}");
+    // One allocation per thousand frees (a run of 8000 pages) changes little either.
+    assert!((small / zero - 1.0).abs() < 0.01, "{zero} vs {small}");
 }

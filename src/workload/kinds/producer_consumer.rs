@@ -10,8 +10,9 @@
 //! `op.order` (`--order`), `op.placement` (`--placement`), `tasks.count` pairs (`--tasks`),
 //! `tasks.nodes` (`--nodes`), `params.consumer_allocs_per_free`; kernel knobs `--kernel`,
 //! `--high` (the receiver's pcp->high, default the kernel's), `--batch`, `--scale-max`,
-//! `--free-high`, `--free-high-threshold` with `params.free_run_pages` (the free_high trigger,
-//! [`crate::model::freehigh`]: runs of frees without an allocation on the consumer CPU).
+//! `--free-high`, `--free-high-threshold`, `params.free_run_pages` (the free_high trigger,
+//! [`crate::model::freehigh`]: runs of frees without an allocation on the consumer CPU; without
+//! it, `2^order / consumer_allocs_per_free` pages, [`free_run_from_allocs`]).
 //!
 //! # Fixed work
 //! A file's `op.work` with `basis = "fitted"` takes the work per page from thread 004's
@@ -73,6 +74,20 @@ pub struct ProducerConsumer;
 /// for any threshold the kernel can have), so the free_high trigger follows the kernel's rule.
 pub const PURE_CONSUMER_RUN_PAGES: f64 = 1e9;
 
+/// The mean run of frees without an allocation on the consumer CPU, base pages, when the file
+/// gives no `params.free_run_pages`: `2^order / a` for `a` allocations per free (each free one
+/// block of the order, allocations interleaved at random: geometric runs), capped at
+/// [`PURE_CONSUMER_RUN_PAGES`], which is also the pure consumer's (`a = 0`). Continuous in `a`
+/// down to 0.
+pub fn free_run_from_allocs(allocs_per_free: f64, order: u8) -> f64 {
+    let u = f64::from(1u32 << order.min(20));
+    if allocs_per_free > 0.0 {
+        (u / allocs_per_free).min(PURE_CONSUMER_RUN_PAGES)
+    } else {
+        PURE_CONSUMER_RUN_PAGES
+    }
+}
+
 const KNOBS: &[&str] = &[
     "high",
     "placement",
@@ -121,9 +136,9 @@ impl Setup {
             let t = free_high_trigger(machine, self, &model, m)?;
             model.flow.free_high_share = t.share;
             model.flow.free_high_pages_per_event = t.pages_per_event;
-        } else if self.free_high_threshold.is_some() {
+        } else if self.free_high && self.free_high_threshold.is_some() {
             return Err(Error::Unsupported(
-                "--free-high-threshold: the workload gives no params.free_run_pages (runs of frees without an allocation on the consumer CPU), so the trigger cannot be followed; --free-high models it as always on".into(),
+                "--free-high-threshold with --free-high: --free-high models free_high as always on, so there is no trigger for a threshold to move; give one of the two".into(),
             ));
         }
         if self.sharers > 1 {
@@ -206,9 +221,13 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         free_high: k.free_high.unwrap_or(false),
         free_run_pages: match k.extra("free_run_pages").or(w.param("free_run_pages").ok()) {
             Some(_) => Some(super::param(w, k, "free_run_pages", FREE_RUN_PAGES)?),
-            // A pure consumer never allocates: its run of frees never ends.
-            None if consumer_allocs_per_free == 0.0 => Some(PURE_CONSUMER_RUN_PAGES),
-            None => None,
+            // Runs of frees between the consumer CPU's allocations: 1 / a frees of 2^order
+            // pages on average (allocations interleaved at random, geometric runs, the form the
+            // trigger model takes); a pure consumer never allocates, so its run never ends.
+            None => Some(free_run_from_allocs(
+                consumer_allocs_per_free,
+                super::order(w, k),
+            )),
         },
         free_high_threshold: k.free_high_threshold,
         high: k.high,
@@ -613,7 +632,12 @@ impl Kind for ProducerConsumer {
             batch: None,
             scale_max: None,
             free_high: false,
-            free_run_pages: None,
+            free_run_pages: Some(match w.param("free_run_pages").ok() {
+                Some(_) => super::param(w, &Knobs::default(), "free_run_pages", FREE_RUN_PAGES)?,
+                None => {
+                    free_run_from_allocs(w.param("consumer_allocs_per_free")?, w.op.order.value)
+                }
+            }),
             free_high_threshold: None,
             high: None,
             sharers: 1,
