@@ -2,14 +2,22 @@
 """Mutation harness for the pcpmodel CLI: every parser and every numeric flag.
 
 Takes valid seed inputs (tools/mutate_seeds/, tests/fixtures/sysfs/), mutates them, runs the
-release binary on each mutant and checks two oracles:
+release binary (--bin PATH, or $PCPMODEL_BIN; default target/release/pcpmodel) on each mutant and
+checks two oracles:
 
   (a) every mutant: no crash (exit 101 = panic, 134 = abort, or killed by a signal), no run over
       the timeout (10 s), no panic text on stderr;
   (b) mutants that are invalid by construction (a value set to NaN, inf, -inf, a negative value
       where the quantity cannot be negative, or a value outside the physical range in RANGES
-      below; an unknown unit; a zone or CPU the kernel would never print twice) must exit 2 with
-      a message on stderr naming the field or flag (and, for files, the file name).
+      below; an unknown unit; a zone or CPU the kernel would never print twice; in a workload
+      file an unknown key, enum word, kind or machine, a duplicated, renamed or missing required
+      key, a value of the wrong type, a source without a provenance kind) must exit 2 with a
+      message on stderr naming the field or flag (and, for files, the file name).
+
+Workload files (tools/mutate_seeds/workload/, copies of models/workloads/) go through
+`predict --workload F` and one more command their kind accepts (latency, scale-max, optimal-high,
+workload show, validate for `thread`); a run that exits 0 must print no NaN or inf and no number
+of 1e100 or more ("nan-in-output", "absurd-output").
 
 Structural mutants (deleted / duplicated / swapped lines, truncation, garbage bytes, changed
 units, deleted fields) may exit 0, 1 or 2 but never crash or hang. Where the tool can tell, a
@@ -23,6 +31,7 @@ the command and the input it wrote, and runs it.
   python3 tools/mutate.py                      # 3000 mutants, seed 1, 2 jobs
   python3 tools/mutate.py --quick              # about 200 mutants (CI)
   python3 tools/mutate.py --only machine-0042  # reproduce one mutant
+  python3 tools/mutate.py --kinds workload:1000 # 1000 workload-file mutants only
 
 Python 3.8+ standard library only. Exit status: 0 no failure, 1 failures found, 2 harness error.
 """
@@ -200,6 +209,24 @@ RANGES = {
     "--p99-us": Range(0, 1e9, False, "latency target in us: positive; 1e9 us is 1000 s", lo_open=True),
     "--index": Range(1, 64, True, "1-based histogram index: the seed text holds fewer than 64", probes=[99]),
     "--fix": Range(0, 1e12, False, "fitted parameters are non-negative, finite costs and scales"),
+    # ---- workload TOML (models/workloads/README.md: every quantity finite, >= 0 and <= 1e12;
+    # tighter where physics or the field's definition bounds it) ----
+    "workload.op.order": Range(0, 10, True, "allocation order: at most MAX_PAGE_ORDER (10)", probes=[11, 255, 256]),
+    "workload.op.alloc_pages": Range(0, 1e12, False, "pages per operation: a quantity, at most 1e12 (README)", probes=[1e13]),
+    "workload.op.free_pages": Range(0, 1e12, False, "pages per operation: a quantity, at most 1e12 (README)", probes=[1e13]),
+    "workload.op.touch_bytes_per_page": Range(0, 4096 << 10, False, "bytes touched of one page: at most the largest page (order 10: 4 MiB)", probes=[1e9, 1e12]),
+    "workload.op.work.ns": Range(0, 1e12, False, "work per operation, ns: a quantity, at most 1e12 (README)", probes=[1e13]),
+    "workload.op.work.cycles": Range(0, 1e12, False, "work per operation, cycles: a quantity, at most 1e12 (README)", probes=[1e13]),
+    "workload.op.phase_pages": Range(1, 1e12, True, "pages per phase: a whole number >= 1 (README), at most 1e12", probes=[1e13]),
+    "workload.tasks.count": Range(1, 2**22, True, "tasks: at least one, at most PID_MAX_LIMIT (2^22)", probes=[2**23, 2**31]),
+    "workload.params.probe_ns": Range(0, 1e7, False, "tracing probe cost per call, ns: no kprobe or fentry costs 10 ms", probes=[1e9, 1e12]),
+    "workload.params.alloc_work_share": Range(0, 1, False, "a share of the work: 0..1", probes=[1.5, 1e12]),
+    "workload.params.clock_ghz": Range(0.1, 10.0, False, "GHz: no shipping CPU runs below 100 MHz or above 6.2 GHz; 10 GHz is generous", probes=[1e-300, 1e-310, 1e308]),
+    "workload.params.lru_pages": Range(0, 1, False, "share of the pages that go through the LRU: 0..1", probes=[1.5, 1e12]),
+    "workload.params.consumer_allocs_per_free": Range(0, 1000, False, "allocations per free on the consumer CPU: a rate, 0..1000 (the kind's bound)", probes=[1e12]),
+    "workload.params.free_run_pages": Range(0, 1e9, False, "mean run of frees with no allocation, pages: positive, at most 1e9 (the kind's bound)", lo_open=True, probes=[1e12]),
+    "workload.params.cgroup_depth": Range(0, 2048, True, "cgroup depth: a path of 1-character directories fits PATH_MAX (4096) to depth 2048", probes=[4096, 2**31]),
+    "workload.params.memcg_charge_batch": Range(1, 131072 * MIB_PAGES, True, "MEMCG_CHARGE_BATCH: at most the machine's pages (memcg-72cpu: 2^25)", probes=[2**31, U32_MAX]),
 }
 
 # Flags that take a value but are not numbers (or are handled as names); anything else a
@@ -295,8 +322,8 @@ NODES_INVALID = ["0", "-1", "2", "99", "nan"]
 THREAD_INVALID = ["005", "999", "-1", "nan"]
 
 KIND_WEIGHTS = collections.OrderedDict([
-    ("machine", 0.22), ("fit", 0.16), ("zoneinfo", 0.14), ("import", 0.17), ("detect", 0.10),
-    ("flag", 0.21),
+    ("machine", 0.19), ("fit", 0.14), ("zoneinfo", 0.12), ("import", 0.15), ("detect", 0.09),
+    ("workload", 0.13), ("flag", 0.18),
 ])
 
 # ---------------------------------------------------------------------------------------------
@@ -1035,6 +1062,341 @@ def build_tree(src, dst, actions):
             os.makedirs(p)
 
 
+# ---- workload TOML (models/workloads/README.md; src/workload/spec.rs, src/workload/kinds/) ----
+
+# Commands a mutated workload file goes through besides `predict --workload F` (one per mutant,
+# by id), by the seed's kind: only commands that accept the kind (latency and scale-max need a
+# zone->lock kind, optimal-high a reuse path; `explain` takes netperf-udp only and `memcg` no
+# --workload, so neither is run).
+WORKLOAD_EXTRA = {
+    "alloc-loop": [["latency", "--workload", "{F}"],
+                   ["scale-max", "--workload", "{F}", "--kernel", "6.8"],
+                   ["workload", "show", "{F}"]],
+    "producer-consumer": [["optimal-high", "--workload", "{F}", "--samples", "5"],
+                          ["workload", "show", "{F}"]],
+    "memcg-charge": [["workload", "show", "{F}"],
+                     ["predict", "--workload", "{F}", "--format", "csv"]],
+}
+# Fields every file must have (WorkloadSpec) and those a kind needs besides.
+WORKLOAD_REQUIRED = {"name", "kind", "description", "source", "default_machine", "reference_kernel",
+                     "op", "tasks", "op.what", "op.order", "op.alloc_pages", "op.free_pages",
+                     "op.freed_by", "op.touch_bytes_per_page", "op.work", "tasks.count",
+                     "tasks.nodes", "tasks.mode"}
+WORKLOAD_KIND_REQUIRED = {
+    "producer-consumer": {"op.placement", "params.consumer_allocs_per_free"},
+    "memcg-charge": {"params.cgroup_depth", "params.memcg_charge_batch"},
+}
+WORKLOAD_KINDS = ["alloc-loop", "producer-consumer", "memcg-charge", "numa-stat", "high-order-fault"]
+# String fields: (invalid by construction, valid alternatives). Enum words, kernel versions,
+# machine names, thread ids and names as the README and `pcpmodel workloads --kinds` define them.
+WORKLOAD_STRINGS = {
+    "op.freed_by": (["sometimes", "", "Same", "remote_node", "partner "], ["same", "partner", "remote-node", "later"]),
+    "op.placement": (["same-core", "", "SMT", "cross_llc", "numa"], ["smt", "same-llc", "cross-llc", "cross-socket"]),
+    "tasks.nodes": (["two", "", "0", "ALL", "half"], ["one", "all", "cores"]),
+    "tasks.mode": (["fiber", "", "Process", "threads"], ["process", "thread", "kernel"]),
+    "basis": (["guessed", "", "Given", "estimated"], ["given", "fitted", "measured", "derived"]),
+    "kind": (["queue-hold", "", "alloc_loop", "Alloc-Loop", "netperf-udp"], WORKLOAD_KINDS),
+    "reference_kernel": (KERNEL_INVALID, KERNEL_VALID),
+    "op.work.kernel": (KERNEL_INVALID, KERNEL_VALID),
+    "default_machine": (["nosuch-machine", "", "icelake-server.toml", "../nosuch/m.toml"], ["icelake-server", "skylake-desktop", "epyc-7w83"]),
+    "thread": (["999", "", "abc", "-1"], ["000", "001", "004"]),
+    "name": (["", "two words", "tab\there"], ["x", "my-workload"]),
+    "source": (["", "guess: from memory", "spec", "no provenance kind here"], ["assumed: x", "derived: y", "seed 004: z"]),
+    "text": (["ctl\u0000char", "esc\u001b[31m"], ["", "plain text", "ünïcödé"]),
+}
+WORKLOAD_TEXT = {"description", "op.what"}
+WORKLOAD_RENAMES = [lambda k: k + "s", lambda k: k[:-1], lambda k: k.replace("_", "-") if "_" in k else k + "-x",
+                    lambda k: k.upper(), lambda k: k + "_ns"]
+WORKLOAD_WORK_UNITS = ["ms", "us", "seconds", "cycle", "nsecs"]
+WORKLOAD_WRONG_VALUES = ['"12"', "{ x = 1 }", "[1, 2]", "true", "1979-05-27"]
+WL_KEY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)(.*)$")
+WL_VALUE = re.compile(r"(\bvalue\s*=\s*)(\"(?:[^\"\\]|\\.)*\"|[-+0-9a-z_.]+)")
+WL_SOURCE = re.compile(r"(\bsource\s*=\s*)(\"(?:[^\"\\]|\\.)*\"|'[^']*')")
+WL_BASIS = re.compile(r"(\bbasis\s*=\s*)(\"[^\"]*\")")
+WL_KERNEL = re.compile(r"(\bkernel\s*=\s*)(\"[^\"]*\")")
+WL_STRING = re.compile(r"^(\s*[A-Za-z_]+\s*=\s*)(\"(?:[^\"\\]|\\.)*\"|'[^']*')(\s*(#.*)?)$")
+
+
+def workload_seed_list():
+    return sorted(os.listdir(os.path.join(SEEDS, "workload")))
+
+
+def workload_kind_of(name):
+    m = re.search(r'^kind\s*=\s*"([^"]*)"', read_seed("workload", name).decode(), re.M)
+    return m.group(1) if m else "?"
+
+
+def workload_keys(ls):
+    """(line index, section, key, dotted field, rest) of every key line outside multi-line
+    arrays; a key starting a multi-line array is listed with dotted None."""
+    out, section, in_array = [], "", False
+    for i, l in enumerate(ls):
+        s = l.strip()
+        if in_array:
+            in_array = s != "]"
+            continue
+        if s.startswith("[") and not s.startswith("[["):
+            section = s.strip("[] ")
+            continue
+        m = WL_KEY.match(l)
+        if not m:
+            continue
+        key, rest = m.group(2), m.group(4).strip()
+        if rest == "[":
+            in_array = True
+            out.append((i, section, key, None, rest))
+            continue
+        dotted = "%s.%s" % (section, key) if section else key
+        if key == "work":
+            inner = re.match(r"\{\s*(\w+)\s*=", rest)
+            dotted = "op.work.%s" % inner.group(1) if inner else "op.work"
+        out.append((i, section, key, dotted, rest))
+    return out
+
+
+def workload_sites(name):
+    """(line, dotted field, site type, range or string key, current text) of every mutable value."""
+    ls = lines_of(read_seed("workload", name))
+    sites = []
+    for i, section, key, dotted, rest in workload_keys(ls):
+        if dotted is None:
+            continue
+        m = WL_VALUE.search(rest)
+        if m:
+            val = m.group(2)
+            if val.startswith('"'):
+                if dotted in WORKLOAD_STRINGS:
+                    sites.append((i, dotted, "string", dotted, val))
+            else:
+                rk = "workload." + (dotted if section != "params" else "params." + key)
+                if rk in RANGES:
+                    sites.append((i, dotted, "number", rk, val))
+            if WL_SOURCE.search(rest):
+                sites.append((i, dotted, "source", "source", None))
+            if WL_BASIS.search(rest):
+                sites.append((i, dotted, "basis", "basis", None))
+            if key == "work" and WL_KERNEL.search(rest):
+                sites.append((i, "op.work.kernel", "kernel", "op.work.kernel", None))
+        elif WL_STRING.match(ls[i]):
+            if dotted == "source":
+                sites.append((i, dotted, "top", "source-top", None))
+            elif dotted in WORKLOAD_STRINGS:
+                sites.append((i, dotted, "top", dotted, None))
+            elif dotted in WORKLOAD_TEXT:
+                sites.append((i, dotted, "top", "text", None))
+    return sites
+
+
+def toml_str(s):
+    return json.dumps(s, ensure_ascii=False)
+
+
+def set_workload_site(ls, site, new):
+    """Writes `new` (TOML text) into the site's value."""
+    i, dotted, typ, rk, _ = site
+    l = ls[i]
+    if typ in ("number", "string"):
+        ls[i] = WL_VALUE.sub(lambda m: m.group(1) + new, l, count=1)
+    elif typ == "source":
+        ls[i] = WL_SOURCE.sub(lambda m: m.group(1) + new, l, count=1)
+    elif typ == "basis":
+        ls[i] = WL_BASIS.sub(lambda m: m.group(1) + new, l, count=1)
+    elif typ == "kernel":
+        ls[i] = WL_KERNEL.sub(lambda m: m.group(1) + new, l, count=1)
+    else:
+        m = WL_STRING.match(l)
+        ls[i] = m.group(1) + new + (m.group(3) or "")
+
+
+def workload_systematic(seed="1"):
+    """Value mutants: every (field, probe) once on a randomly chosen seed first (invalid before
+    valid), then the remaining (seed, field, probe) combinations."""
+    allc = []
+    for name in workload_seed_list():
+        for site in workload_sites(name):
+            i, dotted, typ, rk, val = site
+            if typ == "number":
+                r = RANGES[rk]
+                allc += [(name, site, p, "invalid") for p in r.invalid_probes()]
+                allc += [(name, site, p, "any") for p in r.valid_probes()]
+            else:
+                key = {"source": "source", "source-top": "source", "basis": "basis",
+                       "text": "text"}.get(rk, rk)
+                inv, val_ = WORKLOAD_STRINGS[key]
+                # the workload's own source line is free text (e.g. "seed 004 (...)")
+                exp = "any" if rk == "source-top" else "invalid"
+                allc += [(name, site, toml_str(p), exp) for p in inv]
+                allc += [(name, site, toml_str(p), "any") for p in val_]
+    rng = random.Random("%s:workload:order" % seed)
+    rng.shuffle(allc)
+    first, rest, seen = [], [], set()
+    for c in allc:
+        key = (c[1][1], c[1][2], c[2])
+        (rest if key in seen else first).append(c)
+        seen.add(key)
+    first.sort(key=lambda c: c[3] != "invalid")
+    return first + rest
+
+
+def workload_cmds(name, index):
+    extra = WORKLOAD_EXTRA.get(workload_kind_of(name), [["workload", "show", "{F}"]])
+    return [["predict", "--workload", "{F}"], extra[index % len(extra)]]
+
+
+def workload_sections(ls):
+    """{section: (header line, end line)} of the [op], [tasks], [params] tables."""
+    heads = [(i, l.strip().strip("[] ")) for i, l in enumerate(ls)
+             if l.strip().startswith("[") and not l.strip().startswith("[[") and WL_KEY.match(l) is None
+             and re.fullmatch(r"\[\s*[\w.]+\s*\]", l.strip())]
+    out = {}
+    for k, (i, s) in enumerate(heads):
+        end = heads[k + 1][0] if k + 1 < len(heads) else len(ls)
+        out[s] = (i, end)
+    return out
+
+
+def gen_workload(seed, index, cache):
+    if "workload" not in cache:
+        cache["workload"] = workload_systematic(seed)
+    sysl = cache["workload"]
+    mid = "workload-%04d" % index
+    rng = rng_for(seed, "workload", index)
+    if index % 2 == 0 and index // 2 < len(sysl):
+        name, site, probe, expect = sysl[index // 2]
+        ls = lines_of(read_seed("workload", name))
+        set_workload_site(ls, site, probe)
+        i, dotted, typ, rk, _ = site
+        leaf = dotted.split(".")[-1]
+        if typ == "number":
+            r = RANGES[rk]
+            desc = "%s = %s (line %d; range %s: %s)" % (dotted, probe, i + 1, range_text(r), r.reason)
+        else:
+            desc = "%s = %s (line %d)" % (dotted, probe, i + 1)
+            if typ in ("source", "basis"):
+                desc = "%s = %s (line %d; %s of %s)" % (dotted + "." + typ, probe, i + 1, typ, dotted)
+        tokens = [leaf, dotted]
+        if dotted == "op.work.kernel":
+            tokens = ["kernel", dotted]
+        cmds = workload_cmds(name, index // 2)
+        if dotted == "thread":
+            cmds = [cmds[0], ["validate", "--workload", "{F}"]]
+        return Mutant(mid, "workload", name, desc, expect, cmds,
+                      files={name: join_lines(ls)}, tokens=tokens, file_label=name, line=i + 1)
+    name = rng.choice(workload_seed_list())
+    data = read_seed("workload", name)
+    kind = workload_kind_of(name)
+    ls = lines_of(data)
+    keys = [k for k in workload_keys(ls) if k[3] is not None]
+    cmds = workload_cmds(name, index // 2)
+    required = WORKLOAD_REQUIRED | WORKLOAD_KIND_REQUIRED.get(kind, set())
+    op = rng.choice(["delete_key", "duplicate_key", "rename_key", "unknown_key", "wrong_type",
+                     "remove_table", "change_kind", "array_table", "work_unit", "aliases",
+                     "structural", "structural", "structural"])
+
+    def mk(desc, expect, tokens=(), line=None):
+        return Mutant(mid, "workload", name, desc, expect, cmds, files={name: join_lines(ls)},
+                      tokens=tokens, file_label=name, line=line)
+
+    if op == "delete_key":
+        i, section, key, dotted, rest = rng.choice(keys)
+        del ls[i]
+        req = dotted.split(".work.")[0] + ".work" if ".work." in dotted else dotted
+        return mk("deleted %s (line %d)" % (dotted, i + 1), "invalid" if req in required else "any",
+                  [key, req], i + 1)
+    if op == "duplicate_key":
+        i, section, key, dotted, rest = rng.choice(keys)
+        ls.insert(i + 1, ls[i])
+        return mk("duplicated %s (line %d)" % (dotted, i + 1), "invalid", [key, "duplicate"], i + 2)
+    if op == "rename_key":
+        i, section, key, dotted, rest = rng.choice(keys)
+        new = rng.choice(WORKLOAD_RENAMES)(key)
+        m = WL_KEY.match(ls[i])
+        ls[i] = m.group(1) + new + m.group(3) + m.group(4)
+        return mk("renamed %s to %s (line %d)" % (dotted, new, i + 1), "invalid", [new, key], i + 1)
+    if op == "unknown_key":
+        secs = workload_sections(ls)
+        where = rng.choice(["top", "inline"] + sorted(secs))
+        if where == "inline":
+            cand = [k for k in keys if k[4].startswith("{") and k[4].rstrip().endswith("}")]
+            i, section, key, dotted, rest = rng.choice(cand)
+            extra = rng.choice(['unit = "pages"', "min = 0", 'note = "x"'])
+            k = ls[i].rstrip().rfind("}")
+            ls[i] = ls[i][:k].rstrip() + ", " + extra + " }" + ls[i][k + 1:]
+            return mk("%s gained an unknown key: %s (line %d)" % (dotted, extra, i + 1), "invalid",
+                      [extra.split()[0]], i + 1)
+        new = rng.choice(["comment", "bogus_ns", "think_time_ns", "Order", "nodes_count"])
+        if where == "top":
+            at = next(i for i, l in enumerate(ls) if WL_KEY.match(l))
+            line = '%s = "x"' % new
+        else:
+            at = secs[where][0] + 1
+            line = '%s = { value = 1, source = "assumed: x" }' % new
+        ls.insert(at, line)
+        return mk("unknown key %s added to %s (line %d)" % (new, where if where != "top" else "the top level", at + 1),
+                  "invalid", [new], at + 1)
+    if op == "wrong_type":
+        i, section, key, dotted, rest = rng.choice(keys)
+        m = WL_KEY.match(ls[i])
+        vm = WL_VALUE.search(rest)
+        if vm and rng.random() < 0.6:
+            new = rng.choice(WORKLOAD_WRONG_VALUES)
+            ls[i] = WL_VALUE.sub(lambda mm: mm.group(1) + new, ls[i], count=1)
+            d = "%s value = %s (wrong type for a %s)" % (dotted, new, "string" if vm.group(2).startswith('"') else "number")
+        else:
+            new = rng.choice(["3", "1.5", '"x"', "{ }", "[ ]", "true"] if not rest.startswith('"') else ["3", "{ value = \"x\" }", "[\"x\"]", "false"])
+            ls[i] = m.group(1) + key + m.group(3) + new
+            d = "%s = %s (whole field replaced by a wrong type)" % (dotted, new)
+        return mk(d + " (line %d)" % (i + 1), "invalid", [key, dotted], i + 1)
+    if op == "remove_table":
+        secs = workload_sections(ls)
+        s = rng.choice(sorted(secs))
+        a, b = secs[s]
+        header_only = rng.random() < 0.3
+        moved = [WL_KEY.match(l).group(2) for l in ls[a + 1:b] if WL_KEY.match(l)]
+        if header_only:
+            del ls[a]
+            # the table's keys land in the table above: unknown there (or duplicates)
+            return mk("table header [%s] removed (line %d)" % (s, a + 1), "invalid" if moved else "any",
+                      moved + [s], a + 1)
+        del ls[a:b]
+        if s in ("op", "tasks"):
+            return mk("table [%s] removed (lines %d-%d)" % (s, a + 1, b), "invalid", [s], a + 1)
+        need = sorted(x.split(".", 1)[1] for x in required if x.startswith("params."))
+        return mk("table [%s] removed (lines %d-%d)" % (s, a + 1, b), "invalid" if need else "any",
+                  need, a + 1)
+    if op == "change_kind":
+        i = next(i for i, l in enumerate(ls) if re.match(r'^kind\s*=', l))
+        new = rng.choice([k for k in WORKLOAD_KINDS if k != kind])
+        ls[i] = 'kind = "%s"' % new
+        return mk("kind %s -> %s (line %d)" % (kind, new, i + 1), "any", (), i + 1)
+    if op == "array_table":
+        secs = workload_sections(ls)
+        s = rng.choice(sorted(secs))
+        a = secs[s][0]
+        ls[a] = "[[%s]]" % s
+        return mk("[%s] written as an array of tables [[%s]] (line %d)" % (s, s, a + 1), "invalid", [s], a + 1)
+    if op == "work_unit":
+        i = next(k[0] for k in keys if k[2] == "work")
+        unit = rng.choice(WORKLOAD_WORK_UNITS)
+        ls[i] = re.sub(r"\{\s*(ns|cycles)\s*=", lambda m: "{ %s =" % unit, ls[i], count=1)
+        return mk("work unit changed to %s (line %d)" % (unit, i + 1), "invalid", [unit, "work"], i + 1)
+    if op == "aliases":
+        # aliases are command-line names like `name` (README): one word each
+        at = next(i for i, l in enumerate(ls) if re.match(r"^description\s*=", l)) + 1
+        bad, ok = ["", "two words", "tab\tx", "ctl\u0000x"], ["old-name", "v2"]
+        vals = [rng.choice(bad + ok)] + ([rng.choice(ok)] if rng.random() < 0.5 else [])
+        rng.shuffle(vals)
+        if rng.random() < 0.2:
+            text, expect = toml_str(vals[0]), "invalid"  # a string where a list belongs
+        else:
+            text, expect = "[%s]" % ", ".join(toml_str(v) for v in vals), \
+                "invalid" if any(v in bad for v in vals) else "any"
+        ls.insert(at, "aliases = " + text)
+        return mk("aliases = %s (line %d)" % (text, at + 1), expect, ["aliases"], at + 1)
+    new, d, line = structural_text(rng, data)
+    return Mutant(mid, "workload", name, d, "any", cmds, files={name: new}, file_label=name, line=line)
+
+
 # ---- numeric flags ----
 
 
@@ -1108,7 +1470,8 @@ def gen_flag(seed, index, cache):
 
 
 GENERATORS = {"machine": gen_machine, "fit": gen_fit, "zoneinfo": gen_zoneinfo,
-              "import": gen_import, "detect": gen_detect, "flag": gen_flag}
+              "import": gen_import, "detect": gen_detect, "workload": gen_workload,
+              "flag": gen_flag}
 
 
 def quotas(count):
@@ -1132,6 +1495,12 @@ def make(seed, mid, cache):
 # ---------------------------------------------------------------------------------------------
 
 PANIC = re.compile(r"panicked at|RUST_BACKTRACE|memory allocation of \d+ bytes failed|stack backtrace")
+# A number that is not one: Rust prints NaN, inf and -inf; JSON has no such values.
+NONFINITE = re.compile(r"(?<![\w.])-?(?:NaN|nan|inf|Infinity)(?![\w])")
+# A result beyond any physical quantity (ns, ops/s, pages): 1e100 and more.
+HUGE = re.compile(r"(?<![\w.])\d(?:\.\d+)?e\+?(\d{3,})(?![\w])")
+# Kinds whose successful runs are also checked for NaN/inf and absurd numbers in their output.
+OUTPUT_CHECKED = {"workload"}
 
 
 def run_one(binary, argv, cwd, timeout):
@@ -1206,6 +1575,11 @@ def judge(m, results, baseline):
             fails.append("panic-text")
         if res["timeout"] or "crash" in fails:
             continue
+        if m.kind in OUTPUT_CHECKED and rc == 0:
+            if NONFINITE.search(res["stdout"]):
+                fails.append("nan-in-output")
+            elif any(int(x) >= 100 for x in HUGE.findall(res["stdout"])):
+                fails.append("absurd-output")
         if m.expect == "invalid":
             if m.kind == "detect" and ci > 0:
                 continue
@@ -1255,7 +1629,16 @@ def execute(m, binary, root, timeout, baseline):
     return {"id": m.id, "rows": rows, "kind": m.kind, "seed": m.seed_name, "desc": m.desc, "expect": m.expect,
             "fails": fails, "dir": d,
             "runs": [{"argv": r["argv"], "rc": r["rc"], "wall": round(r["wall"], 3),
-                      "timeout": r["timeout"], "stderr": r["stderr"][-600:]} for r in results]}
+                      "timeout": r["timeout"], "stderr": r["stderr"][-600:],
+                      "stdout_hit": output_hit(r["stdout"])} for r in results]}
+
+
+def output_hit(stdout):
+    """The first line of stdout holding a non-finite or absurd number (for the report)."""
+    for l in stdout.splitlines():
+        if NONFINITE.search(l) or any(int(x) >= 100 for x in HUGE.findall(l)):
+            return l.strip()[:200]
+    return ""
 
 
 def baselines(binary, root, timeout):
@@ -1277,6 +1660,12 @@ def baselines(binary, root, timeout):
         m = Mutant("seed-m-" + name, "machine", name, "seed", "any", machine_cmds(0)[:2],
                    files={name: read_seed("machine", name)})
         base[("machine", name)] = seed_result(m, binary, root, timeout)
+    for name in workload_seed_list():
+        kind = workload_kind_of(name)
+        cmds = [["predict", "--workload", "{F}"]] + WORKLOAD_EXTRA.get(kind, [])
+        m = Mutant("seed-w-" + name, "workload", name, "seed", "any", cmds,
+                   files={name: read_seed("workload", name)})
+        base[("workload", name)] = seed_result(m, binary, root, timeout)
     for tree in detect_trees():
         m = Mutant("seed-d-" + tree, "detect", tree, "seed", "any",
                    [["detect", "--root", "root", "--toml"]], tree=(tree, []))
@@ -1352,7 +1741,8 @@ def only(args, binary):
     for l in shell_line(binary, m, r["dir"]):
         print("  " + l)
     for name, data in m.files.items():
-        sub = {"machine": "machine", "fit": "fit", "zoneinfo": "zoneinfo", "import": "import"}.get(m.kind)
+        sub = {"machine": "machine", "fit": "fit", "zoneinfo": "zoneinfo", "import": "import",
+               "workload": "workload"}.get(m.kind)
         seedp = os.path.join(SEEDS, sub, m.seed_name) if sub else None
         print("input written: %s" % os.path.join(r["dir"], name))
         if seedp and os.path.exists(seedp):
@@ -1367,6 +1757,8 @@ def only(args, binary):
                                                            " (TIMEOUT)" if run["timeout"] else ""))
         for l in run["stderr"].strip().splitlines()[:6]:
             print("    stderr: " + l)
+        if run.get("stdout_hit"):
+            print("    stdout: " + run["stdout_hit"])
     print("verdict: %s" % (", ".join(r["fails"]) or "pass"))
     return 1 if r["fails"] else 0
 
@@ -1382,15 +1774,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    ap.add_argument("--bin", default=os.path.join(REPO, "target", "release", "pcpmodel"),
-                    help="the binary to test (default target/release/pcpmodel)")
+    ap.add_argument("--bin", default=os.environ.get("PCPMODEL_BIN") or os.path.join(REPO, "target", "release", "pcpmodel"),
+                    help="the binary to test (default $PCPMODEL_BIN, else target/release/pcpmodel)")
     ap.add_argument("--seed", default="1", help="random seed: same seed, same mutants (default 1)")
     ap.add_argument("--count", type=int, default=3000, help="mutants in all (default 3000)")
     ap.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per run (default 10)")
     ap.add_argument("--quick", action="store_true", help="about 200 mutants, for CI")
     ap.add_argument("--only", help="rebuild, show and run one mutant by id (e.g. machine-0042)")
-    ap.add_argument("--kinds", help="comma-separated subset of: " + ", ".join(KIND_WEIGHTS))
+    ap.add_argument("--kinds", help="comma-separated subset of: " + ", ".join(KIND_WEIGHTS)
+                    + "; KIND:N runs N mutants of KIND (ids KIND-0000..), whatever --count says")
     ap.add_argument("--workdir", default=None, help="where mutants are written (default: a temp dir)")
     ap.add_argument("--out", default="mutate-failures", help="stem of the failure files (.json, .csv)")
     ap.add_argument("--list", action="store_true", help="print the mutants' ids and descriptions only")
@@ -1412,8 +1805,17 @@ def main():
     count = 200 if args.quick and args.count == 3000 else args.count
     q = quotas(count)
     if args.kinds:
-        keep = set(args.kinds.split(","))
-        q = collections.OrderedDict((k, v) for k, v in q.items() if k in keep)
+        keep, counts = set(), {}
+        for k in args.kinds.split(","):
+            k, _, n = k.partition(":")
+            if k not in KIND_WEIGHTS or (n and not n.isdigit()):
+                print("mutate.py: --kinds: '%s' is not KIND or KIND:N (kinds: %s)" % (k + (":" + n if n else ""), ", ".join(KIND_WEIGHTS)),
+                      file=sys.stderr)
+                return 2
+            keep.add(k)
+            if n:
+                counts[k] = int(n)
+        q = collections.OrderedDict((k, counts.get(k, v)) for k, v in q.items() if k in keep)
     cache = {}
     mutants = [make(args.seed, "%s-%04d" % (k, i), cache) for k, n in q.items() for i in range(n)]
     if args.list:
@@ -1457,7 +1859,7 @@ def main():
 
 CLASSES = ["crash", "timeout", "panic-text", "accepted-invalid", "invalid-as-check-failure",
            "unlocated-error", "error-names-other-field", "error-without-message", "silent-drop",
-           "detect-output-rejected"]
+           "detect-output-rejected", "nan-in-output", "absurd-output"]
 
 
 def group_of(r):
@@ -1494,7 +1896,8 @@ def report(args, binary, q, results, base, bad_seeds, unknown, missing, elapsed)
     for r in results:
         by_kind[r["kind"]].append(r)
     hdr = ["input kind", "mutants", "invalid", "crash", "timeout", "panic", "acc-invalid",
-           "inv-as-exit1", "unlocated", "other-field", "silent-drop", "detect-bad-toml", "max wall (s)"]
+           "inv-as-exit1", "unlocated", "other-field", "silent-drop", "detect-bad-toml",
+           "nan/huge-out", "max wall (s)"]
     rows = []
     tot = collections.Counter()
     for k, rs in by_kind.items():
@@ -1504,7 +1907,7 @@ def report(args, binary, q, results, base, bad_seeds, unknown, missing, elapsed)
                c["panic-text"], c["accepted-invalid"], c["invalid-as-check-failure"],
                c["unlocated-error"] + c["error-without-message"], c["error-names-other-field"],
                c["silent-drop"],
-               c["detect-output-rejected"], "%.2f" % maxw]
+               c["detect-output-rejected"], c["nan-in-output"] + c["absurd-output"], "%.2f" % maxw]
         rows.append(row)
         for i, v in enumerate(row[1:-1], 1):
             tot[i] += v
@@ -1541,6 +1944,7 @@ def report(args, binary, q, results, base, bad_seeds, unknown, missing, elapsed)
                     "mutation": r["desc"], "expect": r["expect"],
                     "exit": [x["rc"] for x in r["runs"]], "wall_s": [x["wall"] for x in r["runs"]],
                     "stderr": [x["stderr"].strip()[-300:] for x in r["runs"]],
+                    "stdout_hit": [x.get("stdout_hit", "") for x in r["runs"]],
                     "reproduce": "python3 tools/mutate.py --seed %s --only %s" % (args.seed, r["id"]),
                     "commands": m_cmds})
     with open(out_json, "w") as fh:
