@@ -38,7 +38,9 @@ impl<T> Sourced<T> {
 
     /// The provenance kind (the part before the first ':'), if the source is well formed.
     pub fn kind(&self) -> Option<&str> {
-        let head = self.source.split(':').next()?.trim();
+        // "kind: what": a bare kind word says where the value came from but not what it is.
+        let (head, _) = self.source.split_once(':')?;
+        let head = head.trim();
         SOURCE_KINDS
             .iter()
             .find(|k| head == **k || (**k == "seed" && head.starts_with("seed ")))

@@ -98,6 +98,16 @@ pub struct PcpFlags {
     pub free_high_batch: bool,
 }
 
+/// `pcp_allowed_order()` (`mm/page_alloc.c`): order 0 always; from 5.13 (44042b449872 "mm/page_alloc:
+/// allow high-order pages to be stored on the per-cpu lists") also orders up to
+/// PAGE_ALLOC_COSTLY_ORDER (3) and the pageblock (PMD THP) order 9. Other orders go to and from
+/// the buddy allocator under zone->lock on every allocation and free.
+pub fn pcp_allowed_order(version: KernelVersion, order: u8) -> bool {
+    order == 0
+        || (version.has_high_order_pcp()
+            && (order <= PAGE_ALLOC_COSTLY_ORDER || order == PAGEBLOCK_ORDER))
+}
+
 /// The PCPF_FREE_HIGH_BATCH test of `zone_pcp_update_cacheinfo()` (>= 6.7):
 /// `(per_cpu_data_slice_size >> PAGE_SHIFT) > 3 * batch`.
 pub fn pcpf_free_high_batch(per_cpu_data_slice_bytes: u64, batch_pages: u32) -> bool {
@@ -302,20 +312,16 @@ impl PcpState {
 
     /// Whether pages of `order` are kept on PCP lists (`pcp_allowed_order()`).
     pub fn pcp_allowed_order(&self, order: u8) -> bool {
-        self.pindex(order).is_some()
+        pcp_allowed_order(self.version, order)
     }
 
     fn pindex(&self, order: u8) -> Option<usize> {
-        if order == 0 {
-            Some(0)
-        } else if !self.version.has_high_order_pcp() {
+        if !pcp_allowed_order(self.version, order) {
             None
         } else if order <= PAGE_ALLOC_COSTLY_ORDER {
             Some(order as usize)
-        } else if order == PAGEBLOCK_ORDER {
-            Some(NR_LISTS - 1)
         } else {
-            None
+            Some(NR_LISTS - 1)
         }
     }
 

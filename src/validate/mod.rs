@@ -225,6 +225,16 @@ impl TableValidation {
     }
 }
 
+/// The seed threads [`validate_thread`] has tables for, with the kind of each thread's built-in
+/// workload (a workload file's `thread` must be one of them, with that kind).
+pub const THREAD_KINDS: [(&str, &str); 5] = [
+    ("000", "alloc-loop"),
+    ("001", "memcg-charge"),
+    ("002", "numa-stat"),
+    ("003", "high-order-fault"),
+    ("004", "producer-consumer"),
+];
+
 /// The seed threads `validate` knows: the `thread` field of every built-in workload file
 /// (through [`crate::workload::registry`]), sorted, each once.
 pub fn threads() -> Result<Vec<String>> {

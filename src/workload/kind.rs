@@ -241,10 +241,8 @@ pub fn check_fields(kind: &dyn Kind, w: &WorkloadSpec) -> Result<()> {
         }
     }
     for (name, range) in kind.param_ranges() {
-        if let Some(q) = w.params.get(*name) {
-            range
-                .check_flag(&format!("params.{name}"), q.value)
-                .map_err(|m| Error::invalid(&label, format!("params.{name}"), m))?;
+        if let Some(m) = w.params.get(*name).and_then(|q| range.problem(q.value)) {
+            return Err(Error::invalid(&label, format!("params.{name}"), m));
         }
     }
     if let Some(read) = kind.params_read() {

@@ -176,7 +176,25 @@ impl Registry {
 
     /// A workload from TOML text (`label` names the file in errors).
     pub fn from_toml_str(&self, text: &str, label: &str, origin: Origin) -> Result<Workload> {
-        let spec = WorkloadSpec::from_toml_str(text, label)?;
+        let mut spec = WorkloadSpec::from_toml_str(text, label)?;
+        if let Origin::File(path) = &origin {
+            // A user's file names its default machine by built-in name or by a path relative
+            // to the workload file (not to the directory the command runs in); it must load.
+            let dm = &spec.default_machine;
+            let rel = std::path::Path::new(dm);
+            let looks_like_path = dm.contains(std::path::MAIN_SEPARATOR) || dm.ends_with(".toml");
+            if looks_like_path && rel.is_relative() {
+                if let Some(dir) = std::path::Path::new(path).parent() {
+                    spec.default_machine = dir.join(rel).to_string_lossy().into_owned();
+                }
+            }
+            crate::hw::machine::Machine::resolve(&spec.default_machine).map_err(|e| {
+                crate::hw::machine::locate_invalid(
+                    Error::invalid(label, "default_machine", e.to_string()),
+                    text,
+                )
+            })?;
+        }
         let kind = self.kind(&spec.kind).map_err(|e| {
             let line = text
                 .lines()

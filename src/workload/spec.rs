@@ -227,6 +227,21 @@ pub struct WorkloadSpec {
 impl WorkloadSpec {
     /// Parses and checks a workload from TOML text; `label` names the file in errors.
     pub fn from_toml_str(text: &str, label: &str) -> Result<WorkloadSpec> {
+        // A workload file has no arrays of tables: `[[tasks]]` would otherwise be reported as
+        // an unknown field of the table's first key.
+        if let Some((i, name)) = text.lines().enumerate().find_map(|(i, l)| {
+            let h = l.trim();
+            h.strip_prefix("[[")
+                .and_then(|h| h.split("]]").next())
+                .map(|n| (i, n.trim().to_string()))
+        }) {
+            return Err(Error::parse(
+                label,
+                i + 1,
+                &name,
+                format!("'[[{name}]]' makes an array of tables, which a workload file has none of: write [{name}]"),
+            ));
+        }
         let w: WorkloadSpec =
             toml::from_str(text).map_err(|e| crate::hw::machine::toml_error(label, text, &e))?;
         w.check(label)
@@ -292,11 +307,48 @@ impl WorkloadSpec {
         if let Ok(v) = serde_json::to_value(self) {
             crate::input::check_text_fields(label, &v)?;
         }
-        if self.name.trim().is_empty() || self.name.contains(char::is_whitespace) {
+        let one_word = |n: &str| !n.trim().is_empty() && !n.contains(char::is_whitespace);
+        if !one_word(&self.name) {
             return Err(inv(
                 "name",
                 "must be one word (it is a command-line name)".into(),
             ));
+        }
+        if let Some(a) = self
+            .aliases
+            .iter()
+            .find(|a| !one_word(a) || **a == self.name)
+        {
+            return Err(inv(
+                "aliases",
+                format!(
+                    "'{a}': each alias must be one word (a command-line name) other than the name"
+                ),
+            ));
+        }
+        if let Some(t) = &self.thread {
+            let threads = crate::validate::THREAD_KINDS;
+            match threads.iter().find(|(n, _)| n == t) {
+                None => {
+                    return Err(inv(
+                        "thread",
+                        format!(
+                            "'{t}' is not a seed thread ({}): the field marks the built-in workload of a thread, whose tables validate runs; leave it out of your own files",
+                            threads.map(|(n, _)| n).join(", ")
+                        ),
+                    ))
+                }
+                Some((_, kind)) if *kind != self.kind => {
+                    return Err(inv(
+                        "thread",
+                        format!(
+                            "thread {t}'s workload is of kind {kind}, this file's is {}: validate would run thread {t}'s tables on another kind's model; leave the field out of your own files",
+                            self.kind
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
         }
         self.reference_kernel()
             .map_err(|e| inv("reference_kernel", bare_message(e)))?;
@@ -307,9 +359,22 @@ impl WorkloadSpec {
         self.nodes().map_err(|_| {
             inv(
                 "tasks.nodes",
-                format!("'{}': use one or all", self.tasks.nodes.value),
+                format!(
+                    "'{}': use one (the first node), all (spread evenly) or cores (will-it-scale's placement: node 0's cores first)",
+                    self.tasks.nodes.value
+                ),
             )
         })?;
+        let touch = self.op.touch_bytes_per_page.value;
+        if touch > 1_048_576.0 {
+            return Err(inv(
+                "op.touch_bytes_per_page",
+                format!(
+                    "{touch} bytes: more than 1 MiB moved per {} B page (every byte written 256 times over); the field counts the bytes each page's use moves, 4096 for a page written once",
+                    crate::kernel::layout::PAGE_BYTES
+                ),
+            ));
+        }
         let order = self.op.order.value;
         if order > crate::bounds::MAX_ORDER_ANY {
             return Err(inv(

@@ -152,20 +152,151 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
                 + 1
         })
         .unwrap_or(0);
-    // Name the key of the offending line (`cores_per_socket = { value = -3, ... }`) when there is
-    // one, so the error says which field as well as where.
-    let field = text
-        .lines()
-        .nth(line.saturating_sub(1))
-        .and_then(|l| l.split_once('='))
-        .map(|(k, _)| k.trim())
+    let message = plain_type_names(&shorten_digit_runs(e.message()));
+    let line_text = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let column = e.span().map_or(usize::MAX, |s| {
+        let start = s.start.min(text.len());
+        start - text[..start].rfind('\n').map_or(0, |i| i + 1)
+    });
+    // A missing key is named by the message, under the table or inline table the parser
+    // points at (not by the key that happens to sit on that line).
+    if let Some(missing) = message
+        .strip_prefix("missing field `")
+        .and_then(|m| m.split('`').next())
+    {
+        let header = line_text.trim();
+        let within = if e.span().is_none_or(|s| s.start == 0) {
+            None
+        } else if let Some(t) = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        } else {
+            // The inline table's key, under the [table] the line sits in.
+            let table = text
+                .lines()
+                .take(line.saturating_sub(1))
+                .filter_map(|l| {
+                    let h = l.trim();
+                    h.strip_prefix('[')
+                        .and_then(|h| h.strip_suffix(']'))
+                        .map(|t| t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+                })
+                .last();
+            inline_key_path(line_text, column.saturating_add(1)).map(|k| match table {
+                Some(t) => format!("{t}.{k}"),
+                None => k,
+            })
+        };
+        let field = match within {
+            Some(p) if !p.is_empty() => format!("{p}.{missing}"),
+            _ => missing.to_string(),
+        };
+        return Error::parse(label, line, &field, "missing: a required key".to_string());
+    }
+    // A table header: `[[name]]` is an array of tables where a table belongs.
+    let header = line_text.trim();
+    if let Some(name) = header.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
+        return Error::parse(
+            label,
+            line,
+            name.trim(),
+            format!(
+                "'[[{0}]]' makes an array of tables; write [{0}] ({message})",
+                name.trim()
+            ),
+        );
+    }
+    if let Some(name) = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return Error::parse(label, line, name.trim(), message);
+    }
+    // Name the key of the offending line (`cores_per_socket = { value = -3, ... }`), and inside
+    // an inline table the key the parser stopped at (`work.basis`), so the error says which
+    // field as well as where.
+    let field = inline_key_path(line_text, column)
         .filter(|k| {
             !k.is_empty()
                 && k.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
         })
-        .unwrap_or("toml");
-    Error::parse(label, line, field, shorten_digit_runs(e.message()))
+        .unwrap_or_else(|| "toml".to_string());
+    Error::parse(label, line, &field, message)
+}
+
+/// The dotted key path at byte `column` of a TOML line: the line's key, then the keys of the
+/// inline tables open at that column and the key whose value starts there (`work.ns.value` in
+/// `work = { ns = { value = x, ... } }` at `x`). `None` when the line has no `key =`.
+fn inline_key_path(line: &str, column: usize) -> Option<String> {
+    let upto = &line.as_bytes()[..column.min(line.len())];
+    let mut open: Vec<String> = Vec::new();
+    let mut current: Option<String> = None;
+    let mut key = String::new();
+    let mut in_string = false;
+    for &b in upto {
+        let c = b as char;
+        if in_string {
+            if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '=' => {
+                current = Some(key.trim().to_string()).filter(|k| !k.is_empty());
+                key.clear();
+            }
+            '{' => {
+                if let Some(k) = current.take() {
+                    open.push(k);
+                }
+                key.clear();
+            }
+            '}' => {
+                open.pop();
+                current = None;
+                key.clear();
+            }
+            ',' => {
+                current = None;
+                key.clear();
+            }
+            _ => key.push(c),
+        }
+    }
+    let mut path = open;
+    path.extend(current);
+    // A sourced value's own `value` is the field itself (`cores_per_socket`, not
+    // `cores_per_socket.value`).
+    if path.len() > 1 && path.last().is_some_and(|k| k == "value") {
+        path.pop();
+    }
+    if path.is_empty() {
+        line.split_once('=').map(|(k, _)| k.trim().to_string())
+    } else {
+        Some(path.join("."))
+    }
+}
+
+/// serde's messages name the Rust types a value should have been (`expected struct Sourced`):
+/// say what to write instead.
+fn plain_type_names(message: &str) -> String {
+    if message.contains("as i128, expected f64") {
+        return format!(
+            "{message}: an integer beyond TOML's 64-bit range; write it with an exponent (1.8e19)"
+        );
+    }
+    message
+        .replace(
+            "struct Sourced",
+            "a sourced value { value = ..., source = \"kind: ...\" }",
+        )
+        .replace(
+            "struct Quantity",
+            "a sourced value { value = ..., source = \"kind: ...\" }",
+        )
+        .replace(
+            "struct Work",
+            "a work table { ns = { value = ..., source = \"kind: ...\" } } (or cycles = ...)",
+        )
 }
 
 /// The parser echoes a number such as 1e308 with all 309 of its digits: a run of more than 15

@@ -348,6 +348,49 @@ fn fast_path_shift(
     Ok((cycles / clock, Some(note)))
 }
 
+/// Valid ranges of the kind's `params` (checked when the file is read, with its line).
+const PARAM_RANGES: [(&str, crate::bounds::Range); 6] = [
+    (
+        "probe_ns",
+        crate::bounds::Range::real(
+            "ns per probed call",
+            0.0,
+            1e6,
+            "ns",
+            "a tracing probe costs ns to a few us; 1 ms per call is no probe",
+        ),
+    ),
+    (
+        "alloc_work_share",
+        crate::bounds::Range::real(
+            "a share of the work",
+            0.01,
+            1.0,
+            "",
+            "the share of the work after allocations, the rest after frees; below 1 % the refills would follow each other with no work between them, which the lock's queue cannot hold",
+        ),
+    ),
+    ("clock_ghz", crate::bounds::CLOCK_GHZ),
+    (
+        "lru_pages",
+        crate::bounds::Range::real("LRU pages per allocation", 0.0, 1.0, "", "a share of the pages"),
+    ),
+    (
+        "exit_pgd_order",
+        crate::bounds::Range::int("a page order", 0.0, 10.0, "", "orders are 0..=10 (MAX_PAGE_ORDER)"),
+    ),
+    (
+        "vmstat_interval_ms",
+        crate::bounds::Range::real(
+            "ms",
+            1.0,
+            3.6e6,
+            "ms",
+            "vm.stat_interval is seconds (1 by default); 1 ms to an hour",
+        ),
+    ),
+];
+
 /// Builds the zone->lock case of workload `w` on `machine` with `k`'s knobs.
 pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockCase> {
     let kernel: KernelVersion = match k.kernel {
@@ -404,7 +447,25 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
         return Err(Error::invalid(
             format!("workload {}", w.name),
             "op.work",
-            "kind alloc-loop needs work > 0 outside the allocator (the tasks' think time)",
+            format!(
+                "{} ns per allocation{} leaves {} ns: kind alloc-loop needs work > 0 outside the allocator (the tasks' think time){}",
+                sig(per_op / allocs, 3),
+                if fast_ns != 0.0 {
+                    format!(
+                        " {} {} ns of fast-path changes between op.work.kernel and kernel {kernel}",
+                        if fast_ns < 0.0 { "less" } else { "plus" },
+                        sig(fast_ns.abs(), 3)
+                    )
+                } else {
+                    String::new()
+                },
+                sig(work, 3),
+                if fast_ns < 0.0 {
+                    " (the fast path lost more cycles than the file's work: give the work as measured on a kernel nearer this one)"
+                } else {
+                    ""
+                }
+            ),
         ));
     }
     if freeing != Freeing::Never && freeing != Freeing::Interleaved {
@@ -742,17 +803,22 @@ impl Kind for AllocLoop {
     fn default_kernel(&self, w: &WorkloadSpec) -> Result<KernelVersion> {
         w.reference_kernel()
     }
+    fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
+        &PARAM_RANGES
+    }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
-        for (name, default, what) in [
-            ("alloc_work_share", 0.5, "a fraction"),
-            ("lru_pages", 0.0, "a share of the pages"),
-        ] {
-            let v = w.param_or(name, default);
-            if !(0.0..=1.0).contains(&v) {
+        // The file's work per operation is each task's think time between allocations: the
+        // queue needs it > 0 (a fitted value is the thread's own and checked by its fit).
+        let given = w.op.work.ns.as_ref().or(w.op.work.cycles.as_ref());
+        if let Some(q) = given.filter(|_| w.thread.as_deref() != Some("000")) {
+            if q.value.is_nan() || q.value <= 0.0 {
                 return Err(Error::invalid(
                     format!("workload {}", w.name),
-                    format!("params.{name}"),
-                    format!("{v} is not {what} in 0..=1"),
+                    if w.op.work.ns.is_some() { "op.work.ns" } else { "op.work.cycles" },
+                    format!(
+                        "{} is not > 0: kind alloc-loop needs work outside the allocator per operation (the tasks' think time between allocations)",
+                        q.value
+                    ),
                 ));
             }
         }
