@@ -638,6 +638,17 @@ impl ZoneLockModel {
         let mix = mean_line_ns(sources);
         match &self.code_hold {
             Some(c) => {
+                // Sequential frees: the free list's neighbour was last written by whichever
+                // task added to that list last; when that was this task, it was a moment ago
+                // (a block of this drain or of its previous one: an L2 hit), not the "self"
+                // line of the refill mixture, which stands for a page this CPU wrote long ago.
+                let mix = match self.block_pattern {
+                    crate::model::hold::BlockPattern::Sequential => sources
+                        .iter()
+                        .map(|s| s.probability * if s.name == "self" { c.l2_ns } else { s.line_ns })
+                        .sum(),
+                    crate::model::hold::BlockPattern::Scattered => mix,
+                };
                 c.drain_block_ns(self.own_line_ns, mix, self.block_pattern)
                     / f64::from(1u32 << order.min(20))
             }
