@@ -428,8 +428,105 @@ fn no_refill_report(s: &Solved, pred: &Prediction) -> Report {
 
 /// Runs `pcpmodel latency`.
 pub fn latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode> {
+    let workload = pcpmodel::workload::resolve(&args.case.workload)?;
+    if let (Err(why), true) = (workload.kind.refill_loop(), workload.kind.has_zone_lock()) {
+        let r = own_lock_report(&args, &workload, &why)?;
+        return super::emit(&r, format);
+    }
     let r = latency_report(&args.case, args.scale_max)?;
     super::emit(&r, format)
+}
+
+/// `latency` for a kind that models zone->lock in a model of its own (not the refill loop): its
+/// per-zone lock outputs from `predict` (means; percentiles where the kind gives them), no
+/// histogram. The refill loop's knobs are refused, the kind's own go through its prediction.
+fn own_lock_report(args: &LatencyArgs, w: &Workload, why: &str) -> anyhow::Result<Report> {
+    let c = &args.case;
+    for (flag, given) in [
+        ("--batch", c.batch.is_some()),
+        ("--high", c.high.is_some()),
+        ("--scale-max", args.scale_max.is_some()),
+        ("--nodes", c.nodes.is_some()),
+    ] {
+        if given {
+            anyhow::bail!(
+                "{flag}: workload {} (kind {}) has no refill loop for it to change: {why}",
+                w.name(),
+                w.kind.name()
+            );
+        }
+    }
+    let machine = Machine::resolve(c.machine.as_deref().unwrap_or(&w.spec.default_machine))?;
+    let knobs = Knobs {
+        kernel: match &c.kernel {
+            Some(_) => Some(super::args::kernel_arg(&c.kernel, KernelVersion::DEFAULT)?),
+            None => None,
+        },
+        tasks: c.tasks,
+        order: c.order,
+        ..Knobs::default()
+    };
+    knobs.check()?;
+    let p = w.predict(&machine, &knobs)?;
+    let us = |ns: f64| {
+        if ns.is_finite() {
+            sig(ns / 1e3, 4)
+        } else {
+            "-".to_string()
+        }
+    };
+    let mut t = Table::new([
+        "node",
+        "side",
+        "tasks",
+        "acquisitions/s",
+        "pages per acquisition",
+        "hold mean (us)",
+        "wait mean (us)",
+        "wait p50 (us)",
+        "wait p99 (us)",
+        "lock utilisation",
+    ])
+    .titled(format!(
+        "{}: zone->lock per zone on {} (kind {}'s own lock model)",
+        w.name(),
+        machine.name,
+        w.kind.name()
+    ));
+    for z in &p.zones {
+        for (side, l) in [("alloc", &z.alloc), ("free", &z.free)] {
+            t.push([
+                z.node.to_string(),
+                side.to_string(),
+                z.tasks.to_string(),
+                sig(l.acquisitions_per_s, 4),
+                sig(l.pages_per_acquisition, 4),
+                us(l.hold.mean_ns),
+                us(l.wait.mean_ns),
+                us(l.wait.p50_ns),
+                us(l.wait.p99_ns),
+                sig(z.utilisation, 3),
+            ]);
+        }
+    }
+    Ok(Report {
+        json: serde_json::json!({
+            "workload": w.name(),
+            "kind": w.kind.name(),
+            "machine": machine.name,
+            "zones": p.zones,
+            "histogram": [],
+        }),
+        tables: vec![t],
+        notes: std::iter::once(format!("no refill-latency histogram: {why}"))
+            .chain(
+                p.zones
+                    .iter()
+                    .any(|z| !z.alloc.wait.p50_ns.is_finite())
+                    .then(|| "'-': the kind's model gives means only (no percentiles)".to_string()),
+            )
+            .collect(),
+    })
 }
 
 /// Runs `pcpmodel scale-max`.

@@ -127,7 +127,7 @@ impl Kind for HighOrderFault {
     }
     fn refill_loop(&self) -> std::result::Result<(), String> {
         Err(format!(
-            "its kind '{}' models zone->lock inside its own fault model (one hold per folio allocated or freed without the order on the PCP lists, thread 003), not as the batched rmqueue_bulk() refill loop that latency, scale-max and plot latency solve: `pcpmodel predict` shows its acquisitions, lock utilisation and waits",
+            "its kind '{}' models zone->lock inside its own fault model (one hold per folio allocated or freed without the order on the PCP lists, thread 003), not as the batched rmqueue_bulk() refill loop that latency's histogram, scale-max and plot latency solve (`latency` shows its per-zone lock means, `predict` the whole model)",
             self.name()
         ))
     }
