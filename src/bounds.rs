@@ -376,6 +376,16 @@ pub const PCP_BATCH_PAGES: Range = Range::int(
     "zone_batchsize() caps batch at rounddown_pow_of_two(1 MiB / PAGE_SIZE) - 1 = 255 by itself; a hand-set batch beyond 65536 pages (256 MiB) could not fit a per-CPU list",
 );
 
+/// Bytes a page's use moves (`op.touch_bytes_per_page`, and the generic fit's bound on any
+/// `*bytes*` quantity): 0..=1 MiB.
+pub const TOUCH_BYTES_PER_PAGE: Range = Range::real(
+    "bytes touched per page",
+    0.0,
+    1_048_576.0,
+    "bytes",
+    "256 passes over a 4 KiB page; more is a copy loop, not a page workload",
+);
+
 /// The free_high trigger threshold set by hand (`--free-high-threshold`), pages.
 pub const FREE_HIGH_THRESHOLD: Range = Range::int(
     "free_high threshold",

@@ -18,6 +18,12 @@ pub const MAX_TEXT_BYTES: u64 = 16 << 20;
 /// Largest measurement CSV read, bytes (about a million rows).
 pub const MAX_CSV_BYTES: u64 = 64 << 20;
 
+/// Whether a command-line name or a file's reference names a file rather than a built-in: it
+/// has a path separator or ends in `.toml` (built-in machines and workloads are named without).
+pub fn looks_like_path(name: &str) -> bool {
+    name.contains(std::path::MAIN_SEPARATOR) || name.ends_with(".toml")
+}
+
 /// Reads `path` as UTF-8 text of at most `max_bytes` (`label` names it in errors).
 pub fn read_text(path: &Path, label: &str, max_bytes: u64) -> Result<String> {
     if path.is_dir() {

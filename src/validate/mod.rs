@@ -235,17 +235,10 @@ pub const THREAD_KINDS: [(&str, &str); 5] = [
     ("004", "producer-consumer"),
 ];
 
-/// The seed threads `validate` knows: the `thread` field of every built-in workload file
-/// (through [`crate::workload::registry`]), sorted, each once.
+/// The seed threads `validate` knows ([`THREAD_KINDS`]; each is the `thread` of one built-in
+/// workload file of that kind, which the unit test below checks).
 pub fn threads() -> Result<Vec<String>> {
-    let mut v: Vec<String> = crate::workload::Registry::builtin()
-        .all_builtin()?
-        .into_iter()
-        .filter_map(|w| w.spec.thread)
-        .collect();
-    v.sort();
-    v.dedup();
-    Ok(v)
+    Ok(THREAD_KINDS.iter().map(|(t, _)| t.to_string()).collect())
 }
 
 /// Validates one thread's tables (`"000"`..`"004"`); `None` for another name. Comparison fits
@@ -434,4 +427,25 @@ pub fn validate_all(comparison_fits: bool) -> Result<Vec<TableValidation>> {
         .collect::<Result<_>>()?;
     v.extend(literature::all()?);
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    /// THREAD_KINDS is what the built-in workload files say: every file with a `thread` has
+    /// that thread's kind, and every thread has a file.
+    #[test]
+    fn thread_kinds_match_the_builtin_workloads() {
+        let all = crate::workload::Registry::builtin().all_builtin().unwrap();
+        let mut seen: Vec<(String, String)> = all
+            .iter()
+            .filter_map(|w| Some((w.spec.thread.clone()?, w.spec.kind.clone())))
+            .collect();
+        seen.sort();
+        seen.dedup();
+        let want: Vec<(String, String)> = super::THREAD_KINDS
+            .iter()
+            .map(|(t, k)| (t.to_string(), k.to_string()))
+            .collect();
+        assert_eq!(seen, want);
+    }
 }

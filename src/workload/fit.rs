@@ -86,14 +86,6 @@ const CYCLES: Range = Range::real(
     "cycles",
     "1e7 ns at 10 GHz, the fastest clock a machine file accepts",
 );
-/// Bytes touched per page: 0..=1 MiB.
-const BYTES: Range = Range::real(
-    "bytes touched per page",
-    0.0,
-    1_048_576.0,
-    "bytes",
-    "256 passes over a 4 KiB page; more is a copy loop, not a page workload",
-);
 /// Pages per operation or phase: 0..=2^40.
 const PAGES: Range = Range::real(
     "a page count",
@@ -126,7 +118,7 @@ pub fn quantity_range(field: &str) -> Range {
     } else if leaf == "cycles" || leaf.ends_with("_cycles") {
         CYCLES
     } else if leaf.contains("bytes") {
-        BYTES
+        crate::bounds::TOUCH_BYTES_PER_PAGE
     } else if leaf.ends_with("pages") {
         PAGES
     } else if leaf.contains("share") || leaf.contains("fraction") {

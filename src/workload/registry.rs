@@ -182,8 +182,7 @@ impl Registry {
             // to the workload file (not to the directory the command runs in); it must load.
             let dm = &spec.default_machine;
             let rel = std::path::Path::new(dm);
-            let looks_like_path = dm.contains(std::path::MAIN_SEPARATOR) || dm.ends_with(".toml");
-            if looks_like_path && rel.is_relative() {
+            if crate::input::looks_like_path(dm) && rel.is_relative() {
                 if let Some(dir) = std::path::Path::new(path).parent() {
                     spec.default_machine = dir.join(rel).to_string_lossy().into_owned();
                 }
@@ -246,9 +245,9 @@ impl Registry {
     /// A built-in name (or alias), else a path to a TOML file.
     pub fn resolve(&self, name_or_path: &str) -> Result<Workload> {
         let p = std::path::Path::new(name_or_path);
-        let looks_like_path =
-            name_or_path.contains(std::path::MAIN_SEPARATOR) || name_or_path.ends_with(".toml");
-        if looks_like_path || (p.is_file() && self.builtin_workload(name_or_path).is_err()) {
+        if crate::input::looks_like_path(name_or_path)
+            || (p.is_file() && self.builtin_workload(name_or_path).is_err())
+        {
             let text = crate::input::read_text(p, name_or_path, crate::input::MAX_TOML_BYTES)?;
             return self.from_toml_str(&text, name_or_path, Origin::File(name_or_path.into()));
         }

@@ -365,14 +365,12 @@ impl WorkloadSpec {
                 ),
             )
         })?;
-        let touch = self.op.touch_bytes_per_page.value;
-        if touch > 1_048_576.0 {
+        if let Some(m) =
+            crate::bounds::TOUCH_BYTES_PER_PAGE.problem(self.op.touch_bytes_per_page.value)
+        {
             return Err(inv(
                 "op.touch_bytes_per_page",
-                format!(
-                    "{touch} bytes: more than 1 MiB moved per {} B page (every byte written 256 times over); the field counts the bytes each page's use moves, 4096 for a page written once",
-                    crate::kernel::layout::PAGE_BYTES
-                ),
+                format!("{m} (the bytes each page's use moves: 4096 for a page written once)"),
             ));
         }
         let order = self.op.order.value;
@@ -412,8 +410,17 @@ impl WorkloadSpec {
                 ));
             }
         }
-        if self.op.work.ns.is_some() && self.op.work.cycles.is_some() {
-            return Err(inv("op.work", "give ns or cycles, not both".into()));
+        match (&self.op.work.ns, &self.op.work.cycles) {
+            (Some(_), Some(_)) => {
+                return Err(inv("op.work", "give ns or cycles, not both".into()));
+            }
+            (None, None) => {
+                return Err(inv(
+                    "op.work",
+                    "give the work per operation as ns = { value, source } or cycles = { value, source }".into(),
+                ));
+            }
+            _ => {}
         }
         // Whether a partner needs a placement is the kind's to say (a kind that places the
         // partner refuses a file without one: crate::workload::kinds::producer_consumer).

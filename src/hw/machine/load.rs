@@ -116,7 +116,7 @@ impl Machine {
             return Self::from_path(p);
         }
         // A name that looks like a path is a file that does not exist, not an unknown built-in.
-        if name_or_path.contains(std::path::MAIN_SEPARATOR) || name_or_path.ends_with(".toml") {
+        if crate::input::looks_like_path(name_or_path) {
             return Err(Error::Io {
                 path: name_or_path.to_string(),
                 source: std::io::Error::new(
@@ -164,22 +164,16 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
         .strip_prefix("missing field `")
         .and_then(|m| m.split('`').next())
     {
-        let header = line_text.trim();
         let within = if e.span().is_none_or(|s| s.start == 0) {
             None
-        } else if let Some(t) = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-            Some(t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        } else if let Some(t) = table_header(line_text) {
+            Some(t.to_string())
         } else {
             // The inline table's key, under the [table] the line sits in.
             let table = text
                 .lines()
                 .take(line.saturating_sub(1))
-                .filter_map(|l| {
-                    let h = l.trim();
-                    h.strip_prefix('[')
-                        .and_then(|h| h.strip_suffix(']'))
-                        .map(|t| t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
-                })
+                .filter_map(table_header)
                 .last();
             inline_key_path(line_text, column.saturating_add(1)).map(|k| match table {
                 Some(t) => format!("{t}.{k}"),
@@ -192,21 +186,10 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
         };
         return Error::parse(label, line, &field, "missing: a required key".to_string());
     }
-    // A table header: `[[name]]` is an array of tables where a table belongs.
-    let header = line_text.trim();
-    if let Some(name) = header.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
-        return Error::parse(
-            label,
-            line,
-            name.trim(),
-            format!(
-                "'[[{0}]]' makes an array of tables; write [{0}] ({message})",
-                name.trim()
-            ),
-        );
-    }
-    if let Some(name) = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return Error::parse(label, line, name.trim(), message);
+    // A table header names its table (a workload file's `[[op]]` is refused before parsing,
+    // WorkloadSpec::from_toml_str; a machine file's `[[cache]]` is its schema).
+    if let Some(name) = table_header(line_text) {
+        return Error::parse(label, line, name, message);
     }
     // Name the key of the offending line (`cores_per_socket = { value = -3, ... }`), and inside
     // an inline table the key the parser stopped at (`work.basis`), so the error says which
@@ -219,6 +202,14 @@ pub(crate) fn toml_error(label: &str, text: &str, e: &toml::de::Error) -> Error 
         })
         .unwrap_or_else(|| "toml".to_string());
     Error::parse(label, line, &field, message)
+}
+
+/// The table a header line opens (`[op]`, `[[cache]]`: `op`, `cache`), if it is one.
+fn table_header(line: &str) -> Option<&str> {
+    let h = line.trim();
+    h.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .map(|t| t.trim_matches(|c| c == '[' || c == ']').trim())
 }
 
 /// The dotted key path at byte `column` of a TOML line: the line's key, then the keys of the

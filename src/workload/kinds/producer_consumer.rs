@@ -88,6 +88,15 @@ pub fn free_run_from_allocs(allocs_per_free: f64, order: u8) -> f64 {
     }
 }
 
+/// The free_high trigger's mean run of frees, base pages: `--free-run-pages` or the file's
+/// `params.free_run_pages` (range-checked), else [`free_run_from_allocs`].
+fn free_run_pages(w: &WorkloadSpec, k: &Knobs, allocs_per_free: f64, order: u8) -> Result<f64> {
+    match k.extra("free_run_pages").or(w.param("free_run_pages").ok()) {
+        Some(_) => super::param(w, k, "free_run_pages", FREE_RUN_PAGES),
+        None => Ok(free_run_from_allocs(allocs_per_free, order)),
+    }
+}
+
 const KNOBS: &[&str] = &[
     "high",
     "placement",
@@ -114,7 +123,7 @@ struct Setup {
     free_high: bool,
     /// The free_high trigger: the file's mean run of frees without an allocation on the
     /// consumer CPU (`params.free_run_pages`), the knob's threshold and the high it applies to.
-    free_run_pages: Option<f64>,
+    free_run_pages: f64,
     free_high_threshold: Option<u32>,
     high: Option<u32>,
     sharers: u32,
@@ -132,8 +141,8 @@ impl Setup {
             model.flow.scale_max = u32::from(s);
         }
         model.flow.free_high = self.free_high;
-        if let (Some(m), false) = (self.free_run_pages, self.free_high) {
-            let t = free_high_trigger(machine, self, &model, m)?;
+        if !self.free_high {
+            let t = free_high_trigger(machine, self, &model, self.free_run_pages)?;
             model.flow.free_high_share = t.share;
             model.flow.free_high_pages_per_event = t.pages_per_event;
         } else if self.free_high && self.free_high_threshold.is_some() {
@@ -224,21 +233,12 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
     let setup = Setup {
         placement,
         kernel,
-        order: super::order(w, k),
+        order,
         consumer_allocs_per_free,
         batch: k.batch,
         scale_max: k.scale_max,
         free_high: k.free_high.unwrap_or(false),
-        free_run_pages: match k.extra("free_run_pages").or(w.param("free_run_pages").ok()) {
-            Some(_) => Some(super::param(w, k, "free_run_pages", FREE_RUN_PAGES)?),
-            // Runs of frees between the consumer CPU's allocations: 1 / a frees of 2^order
-            // pages on average (allocations interleaved at random, geometric runs, the form the
-            // trigger model takes); a pure consumer never allocates, so its run never ends.
-            None => Some(free_run_from_allocs(
-                consumer_allocs_per_free,
-                super::order(w, k),
-            )),
-        },
+        free_run_pages: free_run_pages(w, k, consumer_allocs_per_free, order)?,
         free_high_threshold: k.free_high_threshold,
         high: k.high,
         sharers: llc_sharers(machine, running, nodes),
@@ -642,12 +642,12 @@ impl Kind for ProducerConsumer {
             batch: None,
             scale_max: None,
             free_high: false,
-            free_run_pages: Some(match w.param("free_run_pages").ok() {
-                Some(_) => super::param(w, &Knobs::default(), "free_run_pages", FREE_RUN_PAGES)?,
-                None => {
-                    free_run_from_allocs(w.param("consumer_allocs_per_free")?, w.op.order.value)
-                }
-            }),
+            free_run_pages: free_run_pages(
+                w,
+                &Knobs::default(),
+                w.param("consumer_allocs_per_free")?,
+                w.op.order.value,
+            )?,
             free_high_threshold: None,
             high: None,
             sharers: 1,
