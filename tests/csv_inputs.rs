@@ -5,23 +5,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+mod common;
+use common::run;
 use pcpmodel::fit::Dataset;
 use pcpmodel::Machine;
-
-fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let out = Command::cargo_bin("pcpmodel")
-        .unwrap()
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// `fit --workload netperf-udp CSV --machine icelake-server EXTRA...` in `dir`.
 fn fit_icx(dir: &Path, csv: &str, extra: &[&str]) -> (i32, String, String) {

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod common;
+use common::run;
 use pcpmodel::fit::{fit, Dataset, FitModel, FitOptions, Residual};
 use pcpmodel::Machine;
 
@@ -13,19 +14,6 @@ fn repro(id: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/repro")
         .join(id)
-}
-
-fn pcpmodel() -> Command {
-    Command::cargo_bin("pcpmodel").unwrap()
-}
-
-fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let out = pcpmodel().current_dir(dir).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! when the file is read, with the file, the line and the dotted field, and never reaches a
 //! prediction (a NaN, an internal queue error, another kind's message). One test per class.
 
-use assert_cmd::Command;
+mod common;
 
 /// A minimal alloc-loop file (the shape of the README's schema), valid as it stands.
 const MINIMAL: &str = r#"name = "my-loop"
@@ -26,35 +26,17 @@ nodes = { value = "one", source = "assumed: x" }
 mode = { value = "process", source = "assumed: x" }
 "#;
 
-/// Writes `text` as `w.toml` in a fresh directory and runs `pcpmodel <args> --workload FILE`:
+/// Writes `text` as `w.toml` in `dir` and runs `pcpmodel <args> --workload FILE` there:
 /// (exit code, stderr).
 fn run_in(dir: &std::path::Path, text: &str, args: &[&str]) -> (i32, String) {
-    let path = dir.join("w.toml");
-    std::fs::write(&path, text).unwrap();
-    let out = Command::cargo_bin("pcpmodel")
-        .unwrap()
-        .args(args)
-        .arg("--workload")
-        .arg(&path)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// `pcpmodel <args>` run in `cwd` (the test's directory when None).
-fn cli(args: &[&std::ffi::OsStr], cwd: Option<&std::path::Path>) -> std::process::Output {
-    let mut c = Command::cargo_bin("pcpmodel").unwrap();
-    if let Some(d) = cwd {
-        c.current_dir(d);
-    }
-    c.args(args).output().unwrap()
-}
-
-fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
-    args.iter().map(|a| a.into()).collect()
+    std::fs::write(dir.join("w.toml"), text).unwrap();
+    let args: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--workload", "w.toml"])
+        .collect();
+    let (code, _, err) = common::run(&args, dir);
+    (code, err)
 }
 
 fn run(text: &str) -> (i32, String) {
@@ -115,6 +97,11 @@ fn work_must_leave_think_time() {
         14,
         "op.work.ns",
     );
+    // A work with neither ns nor cycles (`work = []` or `{}` once parsed as no work at all).
+    for empty in ["[ ]", "{ }"] {
+        let text = MINIMAL.replace("{ ns = { value = 100, source = \"assumed: x\" } }", empty);
+        refused_at(&text, 14, "op.work");
+    }
     let tiny = MINIMAL.replace(
         "work = { ns = { value = 100, source = \"assumed: x\" } }",
         "work = { cycles = { value = 10, source = \"assumed: x\" }, kernel = \"4.14\" }",
@@ -145,17 +132,11 @@ fn default_machine_is_checked_and_relative_to_the_file() {
     assert_eq!(code, 0, "{err}");
     // Run from another directory: the path still resolves against the file's.
     let file = dir.path().join("w.toml");
-    let args = [
-        std::ffi::OsStr::new("predict"),
-        "--workload".as_ref(),
-        file.as_os_str(),
-    ];
-    let out = cli(&args, Some(&std::env::temp_dir()));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (code, _, err) = common::run(
+        &["predict", "--workload", file.to_str().unwrap()],
+        &std::env::temp_dir(),
     );
+    assert_eq!(code, 0, "{err}");
 }
 
 /// `thread` marks a built-in thread workload: an unknown thread, or a thread of another kind
@@ -261,14 +242,14 @@ fn structural_mistakes_get_plain_messages() {
 #[test]
 fn producer_consumer_refuses_orders_off_the_pcp_lists() {
     for order in ["4", "5", "8", "10", "0", "3", "9"] {
-        let args = os(&["predict", "--workload", "lmbench-af-unix", "--order", order]);
-        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-        let out = cli(&args, None);
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, _, err) = common::run(
+            &["predict", "--workload", "lmbench-af-unix", "--order", order],
+            &std::env::temp_dir(),
+        );
         if ["0", "3", "9"].contains(&order) {
-            assert!(out.status.success(), "order {order}: {err}");
+            assert_eq!(code, 0, "order {order}: {err}");
         } else {
-            assert_eq!(out.status.code(), Some(2), "order {order}");
+            assert_eq!(code, 2, "order {order}");
             assert!(err.contains("pcp_allowed_order"), "{err}");
         }
     }
