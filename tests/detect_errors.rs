@@ -67,3 +67,88 @@ fn a_complete_root_writes_a_machine_that_loads_again() {
     let m = pcpmodel::Machine::from_toml_str(&text, "host.toml").unwrap();
     assert!(m.llc().is_some_and(|c| c.level == 3));
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A copy of a fixture tree with `file` (relative to the root; `cpu*` = every CPU) set to
+/// `value`, and what `detect --toml` then says (exit code, stderr).
+fn detect_with(fixture_name: &str, file: &str, value: &str) -> (Option<i32>, String) {
+    let tag = file.replace(['/', '*'], "_");
+    let root = std::env::temp_dir().join(format!(
+        "pcpmodel-detect-{}-{tag}-{}",
+        fixture_name,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    copy_tree(&fixture(&format!("sysfs/{fixture_name}")), &root);
+    let cpus = root.join("sys/devices/system/cpu");
+    let targets: Vec<PathBuf> = match file.split_once("cpu*/") {
+        Some((_, rest)) => std::fs::read_dir(&cpus)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join(rest).exists())
+            .map(|p| p.join(rest))
+            .collect(),
+        None => vec![root.join(file)],
+    };
+    assert!(!targets.is_empty(), "{file}");
+    for t in targets {
+        std::fs::write(t, format!("{value}\n")).unwrap();
+    }
+    let out = pcpmodel()
+        .args(["detect", "--toml", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Mutation harness seed 11 (detect-0216, detect-0006, detect-0090): a topology id the kernel
+/// cannot print (it prints an int, -1 when unknown) was truncated to 0 and accepted or turned
+/// into an error about LLC domains naming no file; a node list reaching id 2^32 - 1 was never
+/// read. Each is now an error naming the file and field.
+#[test]
+fn impossible_topology_ids_and_node_lists_name_their_file() {
+    let fx = "intel-xeon-gold-5222-2s";
+    for (file, value, field) in [
+        (
+            "sys/devices/system/cpu/cpu*/topology/physical_package_id",
+            "4294967296",
+            "physical_package_id",
+        ),
+        (
+            "sys/devices/system/cpu/cpu*/topology/core_id",
+            "4294967296",
+            "core_id",
+        ),
+        ("sys/devices/system/node/online", "0-4294967295", "online"),
+        ("sys/devices/system/node/online", "0,5000", "online"),
+    ] {
+        let (code, err) = detect_with(fx, file, value);
+        assert_eq!(code, Some(2), "{file} = {value}: {err}");
+        let leaf = file.rsplit('/').next().unwrap();
+        assert!(err.contains(&format!("{leaf}:1: {field}:")), "{err}");
+    }
+    // -1 is what a VM's kernel prints for an unknown package: one package, not an error.
+    let (code, err) = detect_with(
+        fx,
+        "sys/devices/system/cpu/cpu*/topology/physical_package_id",
+        "-1",
+    );
+    assert_eq!(code, Some(0), "{err}");
+}

@@ -171,6 +171,21 @@ fn bucket_gaps_are_handled_the_same_way_by_both_parsers() {
     assert!(!f.items[0].histogram.is_contiguous());
 }
 
+/// Counts whose sum passes u64::MAX (each count fits) were named by bucket index, not by the
+/// line of the paste: both parsers now name the row where the sum overflows.
+#[test]
+fn a_count_sum_beyond_u64_names_its_line() {
+    let max = u64::MAX;
+    let func = format!("nsecs : count distribution\n0 -> 1 : {max}\n2 -> 3 : 1\n");
+    let bpf = format!("@ns:\n[0, 2)  {max} |@@|\n[2, 4)  1 |@@|\n");
+    let e1 = import::funclatency(&func, "f.txt").unwrap_err().to_string();
+    let e2 = import::bpftrace(&bpf, "b.txt", TimeUnit::Ns)
+        .unwrap_err()
+        .to_string();
+    assert!(e1.starts_with("f.txt:3: count: "), "{e1}");
+    assert!(e2.starts_with("b.txt:3: count: "), "{e2}");
+}
+
 #[test]
 fn bpftrace_unreadable_row_is_an_error_naming_the_line() {
     let text = "@ns:\n[0, 2)  1 |@@|\nx[2, 4)  3 |@@@|\n[4, 8)  2 |@@@@|\n";

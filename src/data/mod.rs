@@ -86,6 +86,38 @@ pub(crate) fn csv_error(file: &str, e: &csv::Error, headers: Option<&csv::String
     }
 }
 
+/// A cell that holds a line break: an unclosed (or stray) quote made the csv reader run the
+/// cell on over the lines after it, whose rows would be lost. No measurement CSV this project
+/// reads has a value spanning lines, so it is an error naming the line where the cell starts,
+/// its column and the data row (1-based).
+pub(crate) fn refuse_multiline_cell<H: AsRef<str>>(
+    rec: &csv::StringRecord,
+    headers: &[H],
+    file: &str,
+    line: usize,
+    row: usize,
+) -> Result<()> {
+    let Some((i, cell)) = rec
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.contains(['\n', '\r']))
+    else {
+        return Ok(());
+    };
+    let spans = cell.matches('\n').count() + 1;
+    let column = headers
+        .get(i)
+        .map_or_else(|| format!("column {}", i + 1), |h| h.as_ref().to_string());
+    Err(Error::parse(
+        file,
+        line,
+        column,
+        format!(
+            "data row {row}: a quoted value runs over {spans} lines: an unclosed quote? The rows inside it would be lost (a value cannot span lines)"
+        ),
+    ))
+}
+
 /// Parses CSV text with a header row into typed rows; `file` names the file in errors.
 /// Each row comes with its 1-based line number.
 pub fn parse_csv<T: DeserializeOwned>(text: &str, file: &str) -> Result<Vec<(usize, T)>> {
@@ -103,6 +135,13 @@ pub fn parse_csv<T: DeserializeOwned>(text: &str, file: &str) -> Result<Vec<(usi
             Err(e) => return Err(csv_error(file, &e, Some(&headers))),
         }
         let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+        refuse_multiline_cell(
+            &rec,
+            headers.iter().collect::<Vec<_>>().as_slice(),
+            file,
+            line,
+            out.len() + 1,
+        )?;
         let row: T = rec
             .deserialize(Some(&headers))
             .map_err(|e| csv_error(file, &e, Some(&headers)))?;
@@ -174,23 +213,39 @@ pub struct Histogram {
 impl Histogram {
     /// Builds a histogram, checking that buckets are ordered, non-overlapping, have
     /// `lo_ns <= hi_ns`, and that the total count fits in a u64. `label` names the source in
-    /// errors.
+    /// errors (a bucket by its index: see [`Histogram::from_lines`] for text with lines).
     pub fn new(buckets: Vec<Bucket>, label: &str) -> Result<Histogram> {
+        Histogram::checked(buckets.into_iter().map(|b| (None, b)).collect(), label)
+    }
+
+    /// [`Histogram::new`] for buckets read from text: each bucket with its 1-based line in
+    /// `file`, which an error names (`file:line: field: ...`).
+    pub fn from_lines(rows: Vec<(usize, Bucket)>, file: &str) -> Result<Histogram> {
+        Histogram::checked(rows.into_iter().map(|(l, b)| (Some(l), b)).collect(), file)
+    }
+
+    fn checked(rows: Vec<(Option<usize>, Bucket)>, label: &str) -> Result<Histogram> {
+        let fail = |i: usize, line: Option<usize>, field: &str, msg: String| match line {
+            Some(l) => Error::parse(label, l, field, msg),
+            None => Error::invalid(label, format!("buckets[{i}]"), msg),
+        };
         let mut total: u64 = 0;
-        for (i, b) in buckets.iter().enumerate() {
+        for (i, (line, b)) in rows.iter().enumerate() {
             if b.lo_ns > b.hi_ns {
-                return Err(Error::invalid(
-                    label,
-                    format!("buckets[{i}]"),
+                return Err(fail(
+                    i,
+                    *line,
+                    "bucket",
                     format!("lo_ns {} is above hi_ns {}", b.lo_ns, b.hi_ns),
                 ));
             }
             if i > 0 {
-                let prev = &buckets[i - 1];
+                let prev = &rows[i - 1].1;
                 if b.lo_ns <= prev.hi_ns {
-                    return Err(Error::invalid(
-                        label,
-                        format!("buckets[{i}]"),
+                    return Err(fail(
+                        i,
+                        *line,
+                        "bucket",
                         format!(
                             "bucket {} -> {} overlaps or precedes the previous bucket {} -> {}",
                             b.lo_ns, b.hi_ns, prev.lo_ns, prev.hi_ns
@@ -199,10 +254,20 @@ impl Histogram {
                 }
             }
             total = total.checked_add(b.count).ok_or_else(|| {
-                Error::invalid(label, format!("buckets[{i}]"), "total count overflows u64")
+                fail(
+                    i,
+                    *line,
+                    "count",
+                    format!(
+                        "the counts up to this bucket sum beyond {} (u64): no histogram holds that many samples",
+                        u64::MAX
+                    ),
+                )
             })?;
         }
-        Ok(Histogram { buckets })
+        Ok(Histogram {
+            buckets: rows.into_iter().map(|(_, b)| b).collect(),
+        })
     }
 
     /// The buckets, ascending.
@@ -317,8 +382,7 @@ impl Histogram {
     /// Reads a histogram from CSV text with header `lo_ns,hi_ns,count`; `file` names the file
     /// in errors.
     pub fn from_csv(text: &str, file: &str) -> Result<Histogram> {
-        let rows: Vec<(usize, Bucket)> = parse_csv(text, file)?;
-        Histogram::new(rows.into_iter().map(|(_, b)| b).collect(), file)
+        Histogram::from_lines(parse_csv(text, file)?, file)
     }
 }
 

@@ -273,6 +273,7 @@ impl Dataset {
             let line = rec
                 .position()
                 .map_or(0, |p| record_line(text, p.byte(), p.line()));
+            crate::data::refuse_multiline_cell(&rec, &headers, label, line, row_no + 1)?;
             if let Some((i, cell)) = rec
                 .iter()
                 .enumerate()

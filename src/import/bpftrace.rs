@@ -59,7 +59,7 @@ pub fn bpftrace_with(
                         "bucket bounds overflow when converted to ns",
                     )
                 })?;
-                buckets.push(b);
+                buckets.push((row_line, b));
             }
             let histogram = nonempty_histogram(buckets, file, line, "samples")?;
             out.push(ImportedHistogram {

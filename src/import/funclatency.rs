@@ -136,7 +136,7 @@ fn funclatency_body(
     skipped: &mut Vec<Skipped>,
 ) -> Result<(ImportedHistogram, usize)> {
     let header_line = t[header].line;
-    let mut buckets: Vec<Bucket> = Vec::new();
+    let mut buckets: Vec<(usize, Bucket)> = Vec::new();
     let mut prev_hi: Option<u64> = None;
     let mut j = skip_bars(t, after);
     loop {
@@ -147,7 +147,7 @@ fn funclatency_body(
                         skip_or_fail(opts, skipped, g)?;
                     }
                     prev_hi = Some(hi);
-                    buckets.push(b);
+                    buckets.push((t[j].line, b));
                     j = skip_bars(t, next);
                 }
                 Err(e) => {

@@ -269,15 +269,15 @@ fn bucket_ns(lo: u64, hi_exclusive: u64, count: u64, unit: TimeUnit) -> Option<B
 /// A gap between printed buckets. funclatency and bpftrace both print every bucket from the
 /// first to the last non-empty one (empty ones with count 0), so a gap means rows were lost:
 /// an error in strict mode; in lenient mode the gap stays (its samples are not counted).
-/// The histogram of `buckets`, refused when no bucket holds a sample (`what` names the samples:
+/// The histogram of `buckets` (each with its line), refused when no bucket holds a sample (`what` names the samples:
 /// calls, samples), naming the histogram's `line`.
 fn nonempty_histogram(
-    buckets: Vec<Bucket>,
+    buckets: Vec<(usize, Bucket)>,
     file: &str,
     line: usize,
     what: &str,
 ) -> Result<Histogram> {
-    let histogram = Histogram::new(buckets, file)?;
+    let histogram = Histogram::from_lines(buckets, file)?;
     if histogram.total_count() == 0 {
         return Err(err(
             file,

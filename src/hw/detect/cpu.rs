@@ -7,7 +7,7 @@ use super::{disp, CpuDirs, Field};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// CPU model, vendor and microarchitecture from the first /proc/cpuinfo block.
 pub(super) fn detect_identity(
@@ -77,6 +77,21 @@ pub(super) fn detect_cpus(
     Ok((cpu_dirs, cpus))
 }
 
+/// A `cpuN/topology` id as the kernel prints it (`%d` of an int, -1 when unknown: read as 0);
+/// anything else is not a value a kernel writes there.
+fn topology_id(v: i64, path: &Path, field: &str) -> Result<u32> {
+    match v {
+        -1 => Ok(0),
+        0..=0x7fff_ffff => Ok(v as u32),
+        _ => Err(Error::parse(
+            disp(path),
+            1,
+            field,
+            format!("{v} is not a {field}: the kernel prints an int, -1 when unknown"),
+        )),
+    }
+}
+
 /// Sockets, cores per socket and threads per core from `cpuN/topology`.
 pub(super) fn detect_topology(
     cpu_dirs: &[(u32, PathBuf)],
@@ -98,8 +113,8 @@ pub(super) fn detect_topology(
             break;
         };
         // physical_package_id is -1 on some virtual machines: one package.
-        let pkg = u32::try_from(pkg).unwrap_or(0);
-        let core = u32::try_from(core).unwrap_or(0);
+        let pkg = topology_id(pkg, &pkg_p, "physical_package_id")?;
+        let core = topology_id(core, &core_p, "core_id")?;
         packages.insert(pkg);
         cores.insert((pkg, core));
         let sib_p = t.join("thread_siblings_list");

@@ -5,8 +5,11 @@ use super::{disp, Field};
 
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hw::machine::PAGE_BYTES;
+
+/// The largest MAX_NUMNODES a kernel can be built with (`1 << CONFIG_NODES_SHIFT`, at most 10).
+const MAX_NUMNODES: u32 = 1 << 10;
 
 /// NUMA nodes and memory from sysfs nodes, /proc/meminfo and /proc/zoneinfo.
 pub(super) struct MemoryFields {
@@ -21,7 +24,25 @@ pub(super) fn detect_memory(root: &Path) -> Result<MemoryFields> {
     let node_dir = root.join("sys/devices/system/node");
     // --- NUMA nodes and memory.
     let zoneinfo = read_zoneinfo(&root.join("proc/zoneinfo"))?;
-    let nodes = numbered_dirs(&node_dir, "node")?;
+    let mut nodes = numbered_dirs(&node_dir, "node")?;
+    // node/online lists the online nodes in the CPU-list format; a nodeN directory of a node
+    // not in it is not counted. Node ids stay below MAX_NUMNODES, at most 1 << 10
+    // (CONFIG_NODES_SHIFT <= 10, include/linux/numa.h).
+    let online_p = node_dir.join("online");
+    if let Some(s) = read_opt(&online_p)? {
+        let online = parse_cpulist(&s, &disp(&online_p), "online")?;
+        if let Some(n) = online.iter().find(|n| **n >= MAX_NUMNODES) {
+            return Err(Error::parse(
+                disp(&online_p),
+                1,
+                "online",
+                format!(
+                    "node {n} is not a node id: ids stay below MAX_NUMNODES, at most {MAX_NUMNODES} (CONFIG_NODES_SHIFT <= 10)"
+                ),
+            ));
+        }
+        nodes.retain(|(n, _)| online.contains(n));
+    }
     let mut cpu_nodes: Vec<u32> = Vec::new();
     for (n, d) in &nodes {
         let p = d.join("cpulist");

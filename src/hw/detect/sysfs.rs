@@ -33,7 +33,7 @@ pub(super) fn read_num<T: std::str::FromStr>(path: &Path, field: &str) -> Result
     }
 }
 
-/// Parses a kernel CPU list such as `0-5,12-17` (empty string = empty list).
+/// Parses a kernel CPU or node list such as `0-5,12-17` (empty string = empty list).
 pub fn parse_cpulist(text: &str, file: &str, field: &str) -> Result<Vec<u32>> {
     let mut out = Vec::new();
     for part in text
@@ -42,7 +42,14 @@ pub fn parse_cpulist(text: &str, file: &str, field: &str) -> Result<Vec<u32>> {
         .map(str::trim)
         .filter(|p| !p.is_empty())
     {
-        let bad = || Error::parse(file, 1, field, format!("'{part}' is not a CPU list entry"));
+        let bad = || {
+            Error::parse(
+                file,
+                1,
+                field,
+                format!("'{part}' is not an entry of a kernel list such as 0-5,12-17 (ranges up to 65536 ids)"),
+            )
+        };
         match part.split_once('-') {
             Some((a, b)) => {
                 let a: u32 = a.trim().parse().map_err(|_| bad())?;
