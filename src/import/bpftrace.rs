@@ -151,6 +151,13 @@ fn suffixed(s: &str) -> Option<i128> {
 /// are dropped.
 type NativeRow = (i128, i128, u64, usize);
 
+/// A row read by [`bpftrace_row`]: kept, or an empty open or negative one, dropped but still
+/// in order (`lo`: None for `(..., hi)`; its line).
+enum BpfRow {
+    Kept(NativeRow),
+    Empty(Option<i128>, usize),
+}
+
 fn bpftrace_rows(
     t: &[Tok],
     mut j: usize,
@@ -186,8 +193,24 @@ fn bpftrace_rows(
         match bpftrace_row(t, j, file) {
             Ok((row, next)) => {
                 j = next;
-                let Some((lo, hx, count, line)) = row else {
-                    continue;
+                let (lo, hx, count, line) = match row {
+                    BpfRow::Kept(r) => r,
+                    BpfRow::Empty(lo, line) => {
+                        // Dropped, but it must still follow the rows before it: bpftrace
+                        // prints '(..., min)' first and '[max, ...)' last.
+                        if let Some(&(_, prev_hx, _, _)) = rows.last() {
+                            if lo.is_none_or(|lo| lo < prev_hx) {
+                                let e = err(
+                                    file,
+                                    line,
+                                    "bucket",
+                                    format!("bucket '{w}' overlaps or precedes the previous one"),
+                                );
+                                skip_or_fail(opts, skipped, e)?;
+                            }
+                        }
+                        continue;
+                    }
                 };
                 if let Some(&(_, prev_hx, _, _)) = rows.last() {
                     if lo < prev_hx {
@@ -218,9 +241,9 @@ fn bpftrace_rows(
     Ok((rows, j))
 }
 
-/// One bpftrace row at word `j`: the bucket (None for an empty open or negative one) and the
-/// index after it.
-fn bpftrace_row(t: &[Tok], j: usize, file: &str) -> Result<(Option<NativeRow>, usize)> {
+/// One bpftrace row at word `j`: the bucket (empty open or negative ones apart) and the index
+/// after it.
+fn bpftrace_row(t: &[Tok], j: usize, file: &str) -> Result<(BpfRow, usize)> {
     let w = word(t, j).unwrap_or("");
     let line = t[j].line;
     let bad = |what: &str| {
@@ -277,9 +300,9 @@ fn bpftrace_row(t: &[Tok], j: usize, file: &str) -> Result<(Option<NativeRow>, u
             if hx > u64::MAX as i128 {
                 return Err(err(file, line, "bucket", "bucket bound does not fit in 64 bits"));
             }
-            Ok((Some((lo, hx, count, line)), next + 1))
+            Ok((BpfRow::Kept((lo, hx, count, line)), next + 1))
         }
-        _ if count == 0 => Ok((None, next + 1)),
+        _ if count == 0 => Ok((BpfRow::Empty(lo, line), next + 1)),
         _ => Err(err(
             file,
             line,

@@ -49,6 +49,21 @@ pub fn funclatency_with(
                     "'{w} : count distribution' names no unit funclatency prints (nsecs, usecs, msecs)"
                 ),
             ));
+        } else if funclatency_row_starts(&t, i) && funclatency_row_tail(&t, i + 1) {
+            // Rows with no header before them: the header was lost, and its unit with it.
+            let e = err(
+                file,
+                line_at(&t, i),
+                "header",
+                format!(
+                    "histogram row '{}' has no header line before it (such as 'nsecs : count distribution'): its unit is unknown (--lenient skips these rows with a warning)",
+                    row_text(&t, i)
+                ),
+            );
+            skip_or_fail(opts, &mut skipped, e)?;
+            i = (i + 1..t.len())
+                .find(|&k| word(&t, k) == Some("avg") || funclatency_header(&t, k).is_some())
+                .unwrap_or(t.len());
         } else {
             i += 1;
         }
@@ -88,6 +103,17 @@ fn funclatency_rows_continue(t: &[Tok], j: usize) -> Option<usize> {
     (j..t.len())
         .take_while(|&k| word(t, k) != Some("avg") && funclatency_header(t, k).is_none())
         .find(|&k| funclatency_row_tail(t, k))
+}
+
+/// The words from `j` to the end of its line (at most 8) hold a distribution bar (`|...`) and
+/// a `->` or a `:`: the shape of a histogram row, whatever its numbers.
+fn row_shaped(t: &[Tok], j: usize) -> bool {
+    let line = line_at(t, j);
+    let words: Vec<&str> = (j..t.len().min(j + 8))
+        .take_while(|&k| t[k].line == line)
+        .map(|k| t[k].s.as_str())
+        .collect();
+    words.iter().any(|w| w.starts_with('|')) && words.iter().any(|w| *w == "->" || w.ends_with(':'))
 }
 
 fn funclatency_header(t: &[Tok], i: usize) -> Option<(TimeUnit, usize)> {
@@ -157,8 +183,10 @@ fn funclatency_body(
             }
             continue;
         }
-        // Not a row: the histogram ends here unless rows continue after this word.
-        let Some(tail) = funclatency_rows_continue(t, j) else {
+        // Not a row: the histogram ends here unless rows continue after this word, or this
+        // line is itself a row by its shape (a mangled last row: ': -> 31  16 2  |   |').
+        let Some(tail) = funclatency_rows_continue(t, j).or_else(|| row_shaped(t, j).then_some(j))
+        else {
             break;
         };
         let (field, what) = if tail == j + 1 {

@@ -75,7 +75,7 @@ pub fn perf_lock_with(
             _ => infer_layout(&t, i),
         };
         let expecting = layout.is_some() || in_table;
-        let broken = row_layout.is_none() && expecting && lock_row_broken(&t, i);
+        let broken = row_layout.is_none() && expecting && lock_row_broken(&t, i, layout.as_ref());
         if row_layout.is_some() || broken {
             if !in_table {
                 table += 1;
@@ -155,14 +155,23 @@ fn next_lock_row(t: &[Tok], j: usize) -> usize {
 }
 
 /// Inside a table, word `i` starts no readable row but its line holds at least two time
-/// cells before the next row or header: a row that cannot be read, not the end of the table.
-fn lock_row_broken(t: &[Tok], i: usize) -> bool {
+/// cells before the next readable row or header (`layout` the table's columns, if known): a
+/// row that cannot be read, not the end of the table.
+fn lock_row_broken(t: &[Tok], i: usize, layout: Option<&Layout>) -> bool {
     let line = line_at(t, i);
     // A count followed by a bare number on the same line is a row whose unit went astray.
     let count_then_number = word(t, i).is_some_and(is_uint)
         && t.get(i + 1).is_some_and(|n| n.line == line)
         && word(t, i + 1).is_some_and(|w| w.parse::<f64>().is_ok());
-    let end = next_lock_row(t, i + 1).min(i + 14);
+    // The window ends at the next row that reads as one, or a header: a row start inside a
+    // row whose first cells were swapped ('us  143.20 12  20.01 us ...') does not end it.
+    let reads = |k: usize| match layout {
+        Some(l) => lock_row(t, k, l, 0, "").is_ok(),
+        None => infer_layout(t, k).is_some(),
+    };
+    let end = (i + 1..t.len().min(i + 14))
+        .find(|&k| perf_lock_header(t, k).is_some() || (lock_row_starts(t, k) && reads(k)))
+        .unwrap_or(t.len().min(i + 14));
     count_then_number
         || (i..end)
             .filter(|&k| t[k].line == line && time_cell(t, k).is_some())
