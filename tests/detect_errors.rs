@@ -118,12 +118,13 @@ fn detect_with(fixture_name: &str, file: &str, value: &str) -> (Option<i32>, Str
     )
 }
 
-/// Mutation harness seed 11 (detect-0216, detect-0006, detect-0090): a topology id the kernel
-/// cannot print (it prints an int, -1 when unknown) was truncated to 0 and accepted or turned
-/// into an error about LLC domains naming no file; a node list reaching id 2^32 - 1 was never
-/// read. Each is now an error naming the file and field.
+/// Mutation harness seeds 11 and 13 (detect-0216, detect-0006, detect-0090, detect-0204): a
+/// topology id the kernel cannot print (it prints an int, -1 when unknown) was truncated to 0
+/// and accepted or turned into an error about LLC domains naming no file; a node list reaching
+/// id 2^32 - 1 was never read; a cache file at 0, which the kernel hides, was read as missing.
+/// Each is now an error naming the file and field.
 #[test]
-fn impossible_topology_ids_and_node_lists_name_their_file() {
+fn impossible_sysfs_values_name_their_file() {
     let fx = "intel-xeon-gold-5222-2s";
     for (file, value, field) in [
         (
@@ -138,6 +139,18 @@ fn impossible_topology_ids_and_node_lists_name_their_file() {
         ),
         ("sys/devices/system/node/online", "0-4294967295", "online"),
         ("sys/devices/system/node/online", "0,5000", "online"),
+        // Seed 13 (detect-0204): the kernel hides these files when the value is 0
+        // (drivers/base/cacheinfo.c); a 0 was read as "missing" and the machine written.
+        (
+            "sys/devices/system/cpu/cpu*/cache/index0/coherency_line_size",
+            "0",
+            "coherency_line_size",
+        ),
+        (
+            "sys/devices/system/cpu/cpu*/cache/index2/size",
+            "0K",
+            "size",
+        ),
     ] {
         let (code, err) = detect_with(fx, file, value);
         assert_eq!(code, Some(2), "{file} = {value}: {err}");

@@ -37,9 +37,28 @@ pub(super) fn detect_caches(cpu_dirs: &[(u32, PathBuf)]) -> Result<Vec<DetectedC
             };
             let base = format!("/sys/devices/system/cpu/cpu{first_id}/cache/{index}");
             let size_p = idx_dir.join("size");
+            // The kernel shows level, size and coherency_line_size only when they are not 0
+            // (cache_default_attrs_is_visible(), drivers/base/cacheinfo.c): a 0 there is not a
+            // value it writes. ways_of_associativity may be 0 (fully associative).
+            let hidden_when_zero = |path: &std::path::Path, field: &str| {
+                Error::parse(
+                    disp(path),
+                    1,
+                    field,
+                    format!("0 is not a {field} the kernel shows: it hides the file when the value is 0 (drivers/base/cacheinfo.c)"),
+                )
+            };
+            if level == 0 {
+                return Err(hidden_when_zero(&level_p, "level"));
+            }
             let size_kib = match read_opt(&size_p)? {
                 Some(s) => {
-                    Field::detected(parse_size_kib(&s, &disp(&size_p))?, format!("{base}/size"))
+                    let kib = parse_size_kib(&s, &disp(&size_p))?;
+                    if kib == 0 && s.trim().trim_end_matches(['K', 'k', 'M', 'm', 'G', 'g']) == "0"
+                    {
+                        return Err(hidden_when_zero(&size_p, "size"));
+                    }
+                    Field::detected(kib, format!("{base}/size"))
                 }
                 None => Field::missing(format!("no {base}/size")),
             };
@@ -54,8 +73,14 @@ pub(super) fn detect_caches(cpu_dirs: &[(u32, PathBuf)]) -> Result<Vec<DetectedC
             let line_bytes =
                 match read_num::<u64>(&idx_dir.join("coherency_line_size"), "coherency_line_size")?
                 {
-                    Some(l) if l > 0 => Field::detected(l, format!("{base}/coherency_line_size")),
-                    _ => Field::missing(format!("no usable {base}/coherency_line_size")),
+                    Some(0) => {
+                        return Err(hidden_when_zero(
+                            &idx_dir.join("coherency_line_size"),
+                            "coherency_line_size",
+                        ))
+                    }
+                    Some(l) => Field::detected(l, format!("{base}/coherency_line_size")),
+                    None => Field::missing(format!("no {base}/coherency_line_size")),
                 };
             let shared_p = idx_dir.join("shared_cpu_list");
             let (shared_cpus, instances) = match read_opt(&shared_p)? {
