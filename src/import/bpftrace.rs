@@ -193,36 +193,33 @@ fn bpftrace_rows(
         match bpftrace_row(t, j, file) {
             Ok((row, next)) => {
                 j = next;
-                let (lo, hx, count, line) = match row {
-                    BpfRow::Kept(r) => r,
-                    BpfRow::Empty(lo, line) => {
-                        // Dropped, but it must still follow the rows before it: bpftrace
-                        // prints '(..., min)' first and '[max, ...)' last.
-                        if let Some(&(_, prev_hx, _, _)) = rows.last() {
-                            if lo.is_none_or(|lo| lo < prev_hx) {
-                                let e = err(
-                                    file,
-                                    line,
-                                    "bucket",
-                                    format!("bucket '{w}' overlaps or precedes the previous one"),
-                                );
-                                skip_or_fail(opts, skipped, e)?;
-                            }
-                        }
-                        continue;
-                    }
-                };
-                if let Some(&(_, prev_hx, _, _)) = rows.last() {
-                    if lo < prev_hx {
-                        let e = err(
+                // Every row must follow the rows before it, a dropped empty one too: bpftrace
+                // prints '(..., min)' first and '[max, ...)' last (None: an open lower bound).
+                let prev_hx = rows.last().map(|&(_, hx, _, _)| hx);
+                let precedes = |lo: Option<i128>, line: usize| {
+                    prev_hx.filter(|&p| lo.is_none_or(|lo| lo < p)).map(|_| {
+                        err(
                             file,
                             line,
                             "bucket",
                             format!("bucket '{w}' overlaps or precedes the previous one"),
-                        );
-                        skip_or_fail(opts, skipped, e)?;
+                        )
+                    })
+                };
+                let (lo, hx, count, line) = match row {
+                    BpfRow::Kept(r) => r,
+                    BpfRow::Empty(lo, line) => {
+                        if let Some(e) = precedes(lo, line) {
+                            skip_or_fail(opts, skipped, e)?;
+                        }
                         continue;
                     }
+                };
+                if let Some(e) = precedes(Some(lo), line) {
+                    skip_or_fail(opts, skipped, e)?;
+                    continue;
+                }
+                if let Some(prev_hx) = prev_hx {
                     if lo > prev_hx {
                         let g = gap_error(file, line, (prev_hx - 1) as u64, lo as u64, unit.name());
                         skip_or_fail(opts, skipped, g)?;
