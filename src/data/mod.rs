@@ -126,6 +126,7 @@ pub fn parse_csv<T: DeserializeOwned>(text: &str, file: &str) -> Result<Vec<(usi
         .headers()
         .map_err(|e| csv_error(file, &e, None))?
         .clone();
+    let names: Vec<&str> = headers.iter().collect();
     let mut out = Vec::new();
     let mut rec = csv::StringRecord::new();
     loop {
@@ -135,13 +136,7 @@ pub fn parse_csv<T: DeserializeOwned>(text: &str, file: &str) -> Result<Vec<(usi
             Err(e) => return Err(csv_error(file, &e, Some(&headers))),
         }
         let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
-        refuse_multiline_cell(
-            &rec,
-            headers.iter().collect::<Vec<_>>().as_slice(),
-            file,
-            line,
-            out.len() + 1,
-        )?;
+        refuse_multiline_cell(&rec, &names, file, line, out.len() + 1)?;
         let row: T = rec
             .deserialize(Some(&headers))
             .map_err(|e| csv_error(file, &e, Some(&headers)))?;
