@@ -490,10 +490,11 @@ fn a_parameter_that_moves_no_prediction_is_not_fitted() {
     );
 }
 
-/// Mutation harness seed 11 (fit-0409): an unclosed quote in a row's last cell made the csv
-/// reader run that cell on to the end of the file, and the fit ran on the rows before it. A
-/// value spanning lines is now an error naming the line where it starts and its column, in the
-/// fit, validate --data and histogram readers alike.
+/// Mutation harness seeds 11 and 14 (fit-0409, fit-0349): an unclosed quote in a row's last
+/// cell made the csv reader run that cell on to the end of the file, and the fit ran on the
+/// rows before it (with one line after the quote, the reader's trimming even hid the line
+/// break). A record spanning lines is now an error naming the line where it starts and its
+/// column, in the fit, validate --data and histogram readers alike.
 #[test]
 fn an_unclosed_quote_that_swallows_rows_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -503,6 +504,12 @@ fn an_unclosed_quote_that_swallows_rows_is_an_error() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("q.csv:3: note: data row 2:"), "{err}");
     assert!(err.contains("unclosed quote"), "{err}");
+    // Seed 14 (fit-0349): one line after the quote, which the reader's trimming of cells hid.
+    let last = "pcp_high_pages,score,note\n0,100662,\n320,117252,\n640,133149,\"\n6144,134674,\n";
+    write(dir.path(), "q2.csv", last);
+    let (code, _, err) = fit_icx(dir.path(), "q2.csv", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("q2.csv:4: note: data row 3:"), "{err}");
     let hist = "lo_ns,hi_ns,count\n0,1,\"5\n2,3,7\n";
     let e = pcpmodel::data::Histogram::from_csv(hist, "h.csv")
         .unwrap_err()

@@ -86,25 +86,40 @@ pub(crate) fn csv_error(file: &str, e: &csv::Error, headers: Option<&csv::String
     }
 }
 
-/// A cell that holds a line break: an unclosed (or stray) quote made the csv reader run the
-/// cell on over the lines after it, whose rows would be lost. No measurement CSV this project
-/// reads has a value spanning lines, so it is an error naming the line where the cell starts,
-/// its column and the data row (1-based).
-pub(crate) fn refuse_multiline_cell<H: AsRef<str>>(
-    rec: &csv::StringRecord,
+/// A record whose text spans lines: an unclosed (or stray) quote made the csv reader run a
+/// cell on over the lines after it, whose rows would be lost (a trimming reader even hides
+/// the line breaks inside the cell). `text[start..end]` is the record as the reader consumed
+/// it (blank and `#` comment lines before it are skipped here). No measurement CSV this
+/// project reads has a value spanning lines, so it is an error naming the line where the
+/// record starts, the column where the quote opened (counted on that line) and the data row.
+pub(crate) fn refuse_multiline_record<H: AsRef<str>>(
+    text: &str,
+    (start, end): (u64, u64),
     headers: &[H],
     file: &str,
     line: usize,
     row: usize,
 ) -> Result<()> {
-    let Some((i, cell)) = rec
-        .iter()
-        .enumerate()
-        .find(|(_, c)| c.contains(['\n', '\r']))
-    else {
+    let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
         return Ok(());
     };
-    let spans = cell.matches('\n').count() + 1;
+    let Some(mut body) = text.get(start..end.min(text.len())) else {
+        return Ok(());
+    };
+    while let Some(nl) = body.find('\n') {
+        let first = &body[..nl];
+        if first.trim().is_empty() || first.starts_with('#') {
+            body = &body[nl + 1..];
+        } else {
+            break;
+        }
+    }
+    let body = body.trim_end_matches(['\n', '\r']);
+    let Some(nl) = body.find('\n') else {
+        return Ok(());
+    };
+    let i = body[..nl].matches(',').count();
+    let spans = body.matches('\n').count() + 1;
     let column = headers
         .get(i)
         .map_or_else(|| format!("column {}", i + 1), |h| h.as_ref().to_string());
@@ -136,7 +151,11 @@ pub fn parse_csv<T: DeserializeOwned>(text: &str, file: &str) -> Result<Vec<(usi
             Err(e) => return Err(csv_error(file, &e, Some(&headers))),
         }
         let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
-        refuse_multiline_cell(&rec, &names, file, line, out.len() + 1)?;
+        let span = (
+            rec.position().map_or(0, |p| p.byte()),
+            rdr.position().byte(),
+        );
+        refuse_multiline_record(text, span, &names, file, line, out.len() + 1)?;
         let row: T = rec
             .deserialize(Some(&headers))
             .map_err(|e| csv_error(file, &e, Some(&headers)))?;

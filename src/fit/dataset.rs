@@ -268,12 +268,22 @@ impl Dataset {
                 .map(|(m, f)| (m.clone(), f.clone()))
                 .collect(),
         };
-        for (row_no, rec) in rdr.records().enumerate() {
-            let rec = rec.map_err(|e| csv_error(label, text, e))?;
+        let mut rec = csv::StringRecord::new();
+        for row_no in 0.. {
+            if !rdr
+                .read_record(&mut rec)
+                .map_err(|e| csv_error(label, text, e))?
+            {
+                break;
+            }
             let line = rec
                 .position()
                 .map_or(0, |p| record_line(text, p.byte(), p.line()));
-            crate::data::refuse_multiline_cell(&rec, &headers, label, line, row_no + 1)?;
+            let span = (
+                rec.position().map_or(0, |p| p.byte()),
+                rdr.position().byte(),
+            );
+            crate::data::refuse_multiline_record(text, span, &headers, label, line, row_no + 1)?;
             if let Some((i, cell)) = rec
                 .iter()
                 .enumerate()
