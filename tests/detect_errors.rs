@@ -151,6 +151,13 @@ fn impossible_sysfs_values_name_their_file() {
             "0K",
             "size",
         ),
+        // Seed 17 (detect-0222): 2^62 kB, beyond any physical address space (52 bits), was
+        // accepted.
+        (
+            "proc/meminfo",
+            "MemTotal:       4611686018427387904 kB",
+            "MemTotal",
+        ),
     ] {
         let (code, err) = detect_with(fx, file, value);
         assert_eq!(code, Some(2), "{file} = {value}: {err}");

@@ -141,14 +141,27 @@ pub(super) fn meminfo_kb(path: &Path, key: &str) -> Result<Option<u64>> {
         };
         if k.split_whitespace().last() == Some(key) {
             let num = v.split_whitespace().next().unwrap_or("");
-            return num.parse::<u64>().map(Some).map_err(|_| {
+            let kb = num.parse::<u64>().map_err(|_| {
                 Error::parse(
                     path.display().to_string(),
                     i + 1,
                     key,
                     format!("'{}' is not a number of kB", v.trim()),
                 )
-            });
+            })?;
+            // The kernel prints pages x 4 KiB: no count of memory exceeds what the machine can
+            // address (bounds::TOTAL_MIB, 52 physical address bits). 0 is valid: a node
+            // without memory prints `MemTotal: 0 kB`.
+            let max = crate::bounds::TOTAL_MIB;
+            if kb / 1024 > max.hi as u64 {
+                return Err(Error::parse(
+                    path.display().to_string(),
+                    i + 1,
+                    key,
+                    format!("{kb} kB is more than {} MiB: {}", max.hi as u64, max.why),
+                ));
+            }
+            return Ok(Some(kb));
         }
     }
     Ok(None)
