@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Trace the page allocator under an AF_UNIX stream pair (lmbench bw_unix's flow) on this host.
+
+Builds a small bw_unix-like program (a socketpair, the writer write()s --write-bytes at a time,
+the reader read()s; writer and reader pinned to --writer-cpu / --reader-cpu), runs it for
+--seconds with the kmem tracepoints mm_page_alloc, mm_page_free, mm_page_pcpu_drain and
+mm_page_alloc_zone_locked on, and prints per CPU: allocations and frees by order, refills
+(blocks taken under zone->lock with percpu_refill=1, grouped into calls) and drains
+(mm_page_pcpu_drain runs, grouped into free_pcppages_bulk() calls), with pages per call.
+
+Needs root and tracefs. Every tracefs setting it changes (tracing_on, buffer_size_kb, the
+four events' enable, a tracefs mount it made) is restored on every exit path, including
+Ctrl-C and SIGTERM. Used for the lmbench-af-unix workload's af_unix_write_bytes provenance
+(kernel 6.18: one page each of orders 3, 2, 1, 0 per 64 KiB write).
+
+  sudo python3 tools/trace_pcp_flow.py [--seconds 0.3] [--write-bytes 65536] [--json]
+  sudo python3 tools/trace_pcp_flow.py -- gcc -O2 -c f.c      # any command instead
+"""
+import argparse, collections, json, os, re, signal, subprocess, sys, tempfile
+
+T = "/sys/kernel/tracing"
+EVENTS = ["mm_page_alloc", "mm_page_free", "mm_page_pcpu_drain", "mm_page_alloc_zone_locked"]
+BW_C = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static void pin(int cpu) { if (cpu < 0) return; cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s);
+  if (sched_setaffinity(0, sizeof s, &s)) { perror("sched_setaffinity"); exit(1); } }
+int main(int argc, char **argv) {
+  double secs = atof(argv[1]); int wcpu = atoi(argv[2]), rcpu = atoi(argv[3]);
+  size_t xfer = (size_t)atol(argv[4]); int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("socketpair"); return 1; }
+  char *buf = malloc(xfer); memset(buf, 1, xfer);
+  pid_t pid = fork();
+  if (pid == 0) { pin(rcpu); close(sv[0]); while (read(sv[1], buf, xfer) > 0) {} return 0; }
+  pin(wcpu); close(sv[1]);
+  struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, &t0); long long tot = 0, writes = 0;
+  for (;;) { ssize_t n = write(sv[0], buf, xfer); if (n <= 0) break; tot += n; writes++;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) + 1e-9 * (t.tv_nsec - t0.tv_nsec) > secs) break; }
+  close(sv[0]); wait(NULL);
+  printf("%lld %lld\n", writes, tot); return 0; }
+"""
+
+
+def rd(p):
+    with open(os.path.join(T, p)) as f:
+        return f.read().strip()
+
+
+def wr(p, v):
+    with open(os.path.join(T, p), "w") as f:
+        f.write(str(v))
+
+
+def calls(seq, is_member):
+    """Pages per call of consecutive events of one kind on one CPU."""
+    out, n = [], 0
+    for e in seq:
+        if is_member(e):
+            n += 1 << e[1]
+        elif n:
+            out.append(n)
+            n = 0
+    if n:
+        out.append(n)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=0.3, help="run time (default 0.3 s)")
+    ap.add_argument("--write-bytes", type=int, default=65536, help="bytes per write (default 65536, lmbench's XFERSIZE)")
+    ap.add_argument("--writer-cpu", type=int, default=0)
+    ap.add_argument("--reader-cpu", type=int, default=1)
+    ap.add_argument("--buffer-kb", type=int, default=200000, help="trace buffer per CPU (default 200000 KiB)")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER,
+                    help="after --: trace this command instead of the AF_UNIX pair (e.g. -- gcc -O2 -c f.c)")
+    a = ap.parse_args()
+    if not (0 < a.seconds <= 60 and 0 < a.write_bytes <= 1 << 30):
+        sys.exit("--seconds must be in (0, 60] and --write-bytes in (0, 1 GiB]")
+    if os.geteuid() != 0:
+        sys.exit("needs root (tracefs)")
+    tmp = tempfile.mkdtemp(prefix="pcp-trace-")
+    src, exe = os.path.join(tmp, "bw.c"), os.path.join(tmp, "bw")
+    with open(src, "w") as f:
+        f.write(BW_C)
+    subprocess.run(["gcc", "-O2", "-o", exe, src], check=True)
+
+    mounted = False
+    if not os.path.exists(os.path.join(T, "trace")):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", T], check=True)
+        mounted = True
+    saved = {"tracing_on": rd("tracing_on"), "buffer_size_kb": rd("buffer_size_kb").split()[0]}
+    saved_ev = {e: rd(f"events/kmem/{e}/enable") for e in EVENTS}
+
+    def on_signal(signum, _frame):
+        raise SystemExit(f"interrupted by signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    text, out = "", ""
+    try:
+        wr("tracing_on", 0)
+        wr("buffer_size_kb", a.buffer_kb)
+        wr("trace", "")
+        for e in EVENTS:
+            wr(f"events/kmem/{e}/enable", 1)
+        wr("tracing_on", 1)
+        cmd = [c for c in a.cmd if c != "--"]
+        if cmd:
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            out = "0 0"
+        else:
+            out = subprocess.run([exe, str(a.seconds), str(a.writer_cpu), str(a.reader_cpu), str(a.write_bytes)],
+                                 capture_output=True, text=True, check=True).stdout
+        wr("tracing_on", 0)
+        overrun = {}
+        for c in range(os.cpu_count()):
+            m = re.search(r"overrun: (\d+)", rd(f"per_cpu/cpu{c}/stats"))
+            overrun[c] = int(m.group(1)) if m else None
+        with open(os.path.join(T, "trace")) as f:
+            text = f.read()
+    finally:
+        wr("tracing_on", 0)
+        for e in EVENTS:
+            wr(f"events/kmem/{e}/enable", saved_ev[e])
+        wr("trace", "")
+        wr("buffer_size_kb", saved["buffer_size_kb"])
+        wr("tracing_on", saved["tracing_on"])
+        if mounted:
+            subprocess.run(["umount", T], check=False)
+
+    writes, nbytes = (int(x) for x in out.split())
+    line = re.compile(r"^\s*(\S+)-(\d+)\s+\[(\d+)\].*?\s[\d.]+: (\w+): .*?pfn=0x[0-9a-f]+ order=(\d+)(.*)$")
+    seq = collections.defaultdict(list)
+    for l in text.splitlines():
+        m = line.match(l)
+        if m:
+            _, _, cpu, ev, order, rest = m.groups()
+            seq[int(cpu)].append((ev, int(order), "percpu_refill=1" in rest))
+    report = {"writes": writes, "bytes": nbytes, "write_bytes": a.write_bytes,
+              "kernel": os.uname().release, "overrun": overrun, "cpus": {}}
+    for cpu, s in sorted(seq.items()):
+        cnt = collections.Counter(f"{e} order {o}" for e, o, _ in s)
+        drains = calls(s, lambda e: e[0] == "mm_page_pcpu_drain")
+        refills = calls(s, lambda e: e[0] == "mm_page_alloc_zone_locked" and e[2])
+        report["cpus"][cpu] = {
+            "events": dict(sorted(cnt.items())),
+            "drain_calls": len(drains),
+            "drain_pages_per_call": collections.Counter(drains).most_common(8),
+            "refill_calls": len(refills),
+            "refill_pages_per_call": collections.Counter(refills).most_common(8),
+        }
+    if a.json:
+        print(json.dumps(report, indent=1))
+        return
+    if writes:
+        print(f"kernel {report['kernel']}: {writes} writes of {a.write_bytes} bytes ({nbytes} bytes), "
+              f"writer CPU {a.writer_cpu}, reader CPU {a.reader_cpu}; trace overruns {overrun}")
+    else:
+        print(f"kernel {report['kernel']}: {' '.join(a.cmd)}; trace overruns {overrun}")
+    for cpu, r in report["cpus"].items():
+        print(f"cpu{cpu}:")
+        for k, v in r["events"].items():
+            per = f"  ({v / writes:.3f} per write)" if writes else ""
+            print(f"  {k:34s} {v:8d}{per}")
+        print(f"  refill calls {r['refill_calls']}, pages per call (most common): {r['refill_pages_per_call']}")
+        print(f"  drain calls {r['drain_calls']}, pages per call (most common): {r['drain_pages_per_call']}")
+
+
+if __name__ == "__main__":
+    main()
