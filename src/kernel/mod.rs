@@ -30,6 +30,7 @@ pub mod features;
 pub mod layout;
 pub mod ops;
 pub mod pageset;
+pub mod skb;
 pub mod version;
 pub mod watermarks;
 pub mod zoneinfo;

@@ -183,6 +183,9 @@ pub struct PcpState {
     pub zone_flags: ZoneFlags,
     /// `CONFIG_PCP_BATCH_SCALE_MAX` (>= 6.7, or 6.6 with the stable backport).
     scale_max: Option<u8>,
+    /// Blocks returned to the buddy allocator by `free_pcppages_bulk()` since creation (one
+    /// `__free_one_page()` call each: what a drain's zone->lock hold is made of).
+    pub drained_blocks: u64,
 }
 
 fn clamp_kernel(val: i64, lo: i64, hi: i64) -> i64 {
@@ -292,6 +295,7 @@ impl PcpState {
             flags: PcpFlags::default(),
             zone_flags: ZoneFlags::default(),
             scale_max,
+            drained_blocks: 0,
         })
     }
 
@@ -391,6 +395,7 @@ impl PcpState {
             let nr_pages = 1u32 << Self::order_of(i);
             loop {
                 self.lists_blocks[i] -= 1;
+                self.drained_blocks += 1;
                 drained += nr_pages;
                 count -= i64::from(nr_pages);
                 self.count_pages = self.count_pages.saturating_sub(nr_pages);

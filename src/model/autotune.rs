@@ -20,8 +20,10 @@
 //!   order-1 PGD (`pgd_alloc()` at fork), then `pages` order-0 pages with `work_ns` of work each
 //!   (`share` of it during allocation); at exit the user pages are freed (`exit_mmap()`), then the
 //!   PGD (`mm_free_pgd()`).
-//! - [`PairFlow`] (lmbench AF_UNIX): a writer allocates blocks of `order`, its reader frees them on
-//!   another CPU; each side works `work_ns` per block.
+//! - [`PairFlow`] (lmbench AF_UNIX): a writer allocates the blocks of a message (one order, or
+//!   the orders of an skb's frags, [`crate::kernel::skb`]), its reader frees them on another CPU;
+//!   each side works `work_ns` per message. The tally counts the blocks each side moved, and
+//!   [`lock_outcome`] charges the holds per block.
 //!
 //! Time advances by the work of each step; every `tick_ns` of simulated time each pageset gets a
 //! `decay_pcp_high()` (>= 6.7; 6.6 has none). The first `warmup` share of the run is not recorded.
@@ -117,6 +119,10 @@ pub struct FlowTally {
     pub mean_pcp_pages: f64,
     /// Live `pcp->high` at the end, pages (of the freeing pageset).
     pub final_high_pages: u32,
+    /// Blocks the refills moved (one `__rmqueue()` each), all orders.
+    pub refill_blocks: u64,
+    /// Blocks the drains returned (one `__free_one_page()` each), all orders.
+    pub drain_blocks: u64,
 }
 
 impl FlowTally {
@@ -131,6 +137,8 @@ impl FlowTally {
         for &(p, n) in &o.refill {
             add_n(&mut self.refill, p, n);
         }
+        self.refill_blocks += o.refill_blocks;
+        self.drain_blocks += o.drain_blocks;
         for &(p, n) in &o.drain {
             add_n(&mut self.drain, p, n);
         }
@@ -203,8 +211,10 @@ impl Clock {
             self.next_tick_ns += self.tick_ns;
             for s in sets.iter_mut() {
                 if s.version() >= KernelVersion::new(6, 7) {
+                    let before = s.drained_blocks;
                     let d = s.decay_pcp_high()?;
                     if self.recording() {
+                        self.tally.drain_blocks += s.drained_blocks - before;
                         for h in d.drained_pages_per_hold {
                             add(&mut self.tally.drain, h);
                         }
@@ -219,14 +229,17 @@ impl Clock {
         let s = st.alloc(order)?;
         if self.recording() && s.refill_pages > 0 {
             add(&mut self.tally.refill, s.refill_pages);
+            self.tally.refill_blocks += u64::from(s.refill_blocks);
             self.tally.zone_alloc_pages += u64::from(s.refill_pages);
         }
         Ok(())
     }
 
     fn free(&mut self, st: &mut PcpState, order: u8) -> Result<()> {
+        let before = st.drained_blocks;
         let f = st.free(order)?;
         if self.recording() {
+            self.tally.drain_blocks += st.drained_blocks - before;
             if f.free_high && !f.drained_pages_per_hold.is_empty() {
                 self.tally.free_high_drains += 1;
             }
@@ -313,11 +326,13 @@ impl ProcessFlow {
 }
 
 /// A writer/reader pair (module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairFlow {
-    /// Order of the blocks sent.
-    pub order: u8,
-    /// Work per block on each side, ns.
+    /// Orders of the blocks one message allocates on the writer and frees on the reader, in
+    /// the kernel's order (one entry for a flow of equal blocks; an skb's frags:
+    /// [`crate::kernel::skb::unix_stream_write_orders`]).
+    pub orders: Vec<u8>,
+    /// Work per message on each side, ns.
     pub work_ns: f64,
     /// vmstat interval, ns.
     pub tick_ns: f64,
@@ -327,15 +342,26 @@ pub struct PairFlow {
 
 impl PairFlow {
     /// Steps the writer's pageset `w` and the reader's `r` through the flow; work units are
-    /// blocks sent while recording.
+    /// messages sent while recording.
     pub fn run(&self, w: &mut PcpState, r: &mut PcpState) -> Result<FlowTally> {
         if !self.work_ns.is_finite() || self.work_ns <= 0.0 {
             return Err(Error::invalid("pair flow", "work_ns", "must be > 0"));
         }
+        if self.orders.is_empty() {
+            return Err(Error::invalid(
+                "pair flow",
+                "orders",
+                "a message needs at least one block",
+            ));
+        }
         let mut c = Clock::new(self.tick_ns, 0.0, self.span_ns, 0.25)?;
         while c.t_ns < c.end_ns {
-            c.alloc(w, self.order)?;
-            c.free(r, self.order)?;
+            for &o in &self.orders {
+                c.alloc(w, o)?;
+            }
+            for &o in &self.orders {
+                c.free(r, o)?;
+            }
             if c.recording() {
                 c.tally.work_units += 1;
             }
@@ -396,9 +422,26 @@ pub fn lock_outcome(
     } else {
         (work_ns, share)
     };
+    // The lock's hold costs are per block of `order`. A flow of several orders (the frags of
+    // an skb: crate::kernel::skb) records the blocks each side moved; its holds are charged by
+    // blocks, as pages of `order` (a refill's and a drain's cost per block does not depend on
+    // the order once the refill's checks run outside the lock, 6.3+). For a flow of one order
+    // the blocks are the pages over 2^order and the holds are unchanged.
+    let by_blocks = |holds: &[(u32, u64)], blocks: u64| -> Vec<(u32, u64)> {
+        let pages: u64 = holds.iter().map(|&(p, n)| u64::from(p) * n).sum();
+        if blocks == 0 || pages == 0 || blocks << order == pages {
+            return holds.to_vec();
+        }
+        let f = (blocks << order) as f64 / pages as f64;
+        let mut out: Vec<(u32, u64)> = Vec::new();
+        for &(p, n) in holds {
+            add_n(&mut out, (f64::from(p) * f).round().max(1.0) as u32, n);
+        }
+        out
+    };
     let d = BatchDynamics {
-        refill: tally.refill.clone(),
-        free: tally.drain.clone(),
+        refill: by_blocks(&tally.refill, tally.refill_blocks),
+        free: by_blocks(&tally.drain, tally.drain_blocks),
         pages_per_iteration: units << order,
         batch_pages: 0,
         scale_max: None,
@@ -443,4 +486,81 @@ pub fn lock_outcome(
         contention: if cpu_time > 0.0 { wait / cpu_time } else { 0.0 },
         utilisation: z.lock_utilisation,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::machine::Machine;
+
+    fn run(orders: &[u8], state: SeriesState) -> FlowTally {
+        let m = Machine::builtin("icelake-server").unwrap();
+        let model = ZoneLockModel::new(&m, state.kernel()).unwrap();
+        let flow = PairFlow {
+            orders: orders.to_vec(),
+            work_ns: 5_000.0,
+            tick_ns: 1e9,
+            span_ns: 4e9,
+        };
+        let mut w = pageset(&model, state, 0).unwrap();
+        let mut r = pageset(&model, state, 0).unwrap();
+        flow.run(&mut w, &mut r).unwrap()
+    }
+
+    /// On 6.6 a pure consumer drains at every free of order 1-3 once free_factor is set
+    /// (free_high): one drain per order-3 message, three per 64 KiB write (orders 3, 2, 1; the
+    /// order-0 page waits for the next one). Every block freed is drained: blocks per message
+    /// 1 and 4. The writer's refills move one block per `__rmqueue()`.
+    #[test]
+    fn a_message_of_frags_drains_per_high_order_free_and_counts_blocks() {
+        for (orders, drains, blocks) in [(vec![3u8], 1.0, 1.0), (vec![3, 2, 1, 0], 3.0, 4.0)] {
+            let t = run(&orders, SeriesState::Base);
+            let u = t.work_units as f64;
+            assert!(u > 1e5, "{u}");
+            let fh = t.free_high_drains as f64 / u;
+            assert!((fh - drains).abs() < 0.01, "{orders:?}: {fh}");
+            let b = t.drain_blocks as f64 / u;
+            assert!((b - blocks).abs() < 0.01, "{orders:?}: {b}");
+            let pages: u64 = t.refill.iter().map(|&(p, n)| u64::from(p) * n).sum();
+            assert!(t.refill_blocks > 0 && t.refill_blocks <= pages, "{t:?}");
+        }
+    }
+
+    /// Charging by blocks changes nothing for a flow of one order (its blocks are its pages
+    /// over 2^order), and a mixed flow's holds cost more per page than the same pages in
+    /// order-3 blocks (more `__free_one_page()` calls).
+    #[test]
+    fn holds_are_charged_per_block() {
+        let m = Machine::builtin("icelake-server").unwrap();
+        let mut model = ZoneLockModel::new(&m, KernelVersion::new(6, 6)).unwrap();
+        crate::workload::kinds::alloc_loop::with_code_hold(&mut model);
+        let p = crate::model::zonelock::ZoneLockParams {
+            fixed_ns: 0.0,
+            lines_per_page: 0.5,
+            work_ns_per_page: 1.0,
+        };
+        let load = ZoneLoad {
+            cpus: 16,
+            work_ns: 5_000.0,
+            pairs: true,
+            share: 0.5,
+            order: 3,
+        };
+        let one = run(&[3], SeriesState::Base);
+        let mut unrecorded = one.clone();
+        unrecorded.refill_blocks = 0;
+        unrecorded.drain_blocks = 0;
+        let a = lock_outcome(&model, &p, &one, &load).unwrap();
+        let b = lock_outcome(&model, &p, &unrecorded, &load).unwrap();
+        assert_eq!(a, b);
+        let mut as_order3 = run(&[3, 2, 1, 0], SeriesState::Base);
+        let mixed = lock_outcome(&model, &p, &as_order3, &load).unwrap();
+        as_order3.refill_blocks = 0;
+        as_order3.drain_blocks = 0;
+        let coarse = lock_outcome(&model, &p, &as_order3, &load).unwrap();
+        assert!(
+            mixed.ns_per_unit > coarse.ns_per_unit,
+            "{mixed:?} {coarse:?}"
+        );
+    }
 }

@@ -13,6 +13,10 @@
 //! `--free-high`, `--free-high-threshold`, `params.free_run_pages` (the free_high trigger,
 //! [`crate::model::freehigh`]: runs of frees without an allocation on the consumer CPU; without
 //! it, `2^order / consumer_allocs_per_free` pages, [`free_run_from_allocs`]).
+//! `params.af_unix_write_bytes` (optional) is the size of the writer's `write()` on an AF_UNIX
+//! stream: the time-stepped flow of the Huang validation (crate::model::autotune::PairFlow)
+//! then allocates and frees the frags the kernel builds for it, several orders per write
+//! (crate::kernel::skb); this kind's steady-state model moves blocks of `op.order`.
 //!
 //! # Fixed work
 //! A file's `op.work` with `basis = "fitted"` takes the work per page from thread 004's
@@ -62,6 +66,15 @@ const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
 /// Valid `params.free_run_pages`.
 const FREE_RUN_PAGES: crate::bounds::Range =
     crate::bounds::Range::real("pages", 1e-3, 1e9, "", "a run length");
+
+/// Valid `params.af_unix_write_bytes`.
+pub const AF_UNIX_WRITE_BYTES: crate::bounds::Range = crate::bounds::Range::int(
+    "bytes per write",
+    1.0,
+    1_073_741_824.0,
+    "bytes",
+    "one write() of at most 1 GiB",
+);
 use crate::workload::spec::{Basis, WorkloadSpec};
 use crate::workload::NodeSpan;
 
@@ -345,12 +358,17 @@ impl Kind for ProducerConsumer {
         ])
     }
     fn params_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["consumer_allocs_per_free", "free_run_pages"])
+        Some(&[
+            "consumer_allocs_per_free",
+            "free_run_pages",
+            "af_unix_write_bytes",
+        ])
     }
     fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
         &[
             ("consumer_allocs_per_free", CONSUMER_ALLOCS_PER_FREE),
             ("free_run_pages", FREE_RUN_PAGES),
+            ("af_unix_write_bytes", AF_UNIX_WRITE_BYTES),
         ]
     }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
