@@ -59,6 +59,25 @@ def wr(p, v):
         f.write(str(v))
 
 
+def pagesets():
+    """Per zone and CPU: the pageset fields /proc/zoneinfo prints, and the zone's managed pages."""
+    out, zone, cpu = {}, None, None
+    with open("/proc/zoneinfo") as f:
+        for line in f:
+            t = line.split()
+            if line.startswith("Node"):
+                zone, cpu = f"{t[1].rstrip(',')}/{t[3]}", None
+                out[zone] = {"cpus": {}}
+            elif t and t[0] == "managed" and zone:
+                out[zone]["managed"] = int(t[1])
+            elif t[:1] == ["cpu:"] and zone:
+                cpu = t[1]
+                out[zone]["cpus"][cpu] = {}
+            elif cpu is not None and len(t) == 2 and t[0].rstrip(":") in ("count", "high", "batch", "high_min", "high_max"):
+                out[zone]["cpus"][cpu][t[0].rstrip(":")] = int(t[1])
+    return {z: v for z, v in out.items() if v.get("managed")}
+
+
 def calls(seq, is_member):
     """Pages per call of consecutive events of one kind on one CPU."""
     out, n = [], 0
@@ -112,6 +131,7 @@ def main():
         wr("trace", "")
         for e in EVENTS:
             wr(f"events/kmem/{e}/enable", 1)
+        before = pagesets()
         wr("tracing_on", 1)
         cmd = [c for c in a.cmd if c != "--"]
         if cmd:
@@ -121,6 +141,7 @@ def main():
             out = subprocess.run([exe, str(a.seconds), str(a.writer_cpu), str(a.reader_cpu), str(a.write_bytes)],
                                  capture_output=True, text=True, check=True).stdout
         wr("tracing_on", 0)
+        after = pagesets()
         overrun = {}
         for c in range(os.cpu_count()):
             m = re.search(r"overrun: (\d+)", rd(f"per_cpu/cpu{c}/stats"))
@@ -146,7 +167,8 @@ def main():
             _, _, cpu, ev, order, rest = m.groups()
             seq[int(cpu)].append((ev, int(order), "percpu_refill=1" in rest))
     report = {"writes": writes, "bytes": nbytes, "write_bytes": a.write_bytes,
-              "kernel": os.uname().release, "overrun": overrun, "cpus": {}}
+              "kernel": os.uname().release, "overrun": overrun,
+              "pagesets_before": before, "pagesets_after": after, "cpus": {}}
     for cpu, s in sorted(seq.items()):
         cnt = collections.Counter(f"{e} order {o}" for e, o, _ in s)
         drains = calls(s, lambda e: e[0] == "mm_page_pcpu_drain")
@@ -154,9 +176,9 @@ def main():
         report["cpus"][cpu] = {
             "events": dict(sorted(cnt.items())),
             "drain_calls": len(drains),
-            "drain_pages_per_call": collections.Counter(drains).most_common(8),
+            "drain_pages_per_call": sorted(collections.Counter(drains).items()),
             "refill_calls": len(refills),
-            "refill_pages_per_call": collections.Counter(refills).most_common(8),
+            "refill_pages_per_call": sorted(collections.Counter(refills).items()),
         }
     if a.json:
         print(json.dumps(report, indent=1))
@@ -171,8 +193,9 @@ def main():
         for k, v in r["events"].items():
             per = f"  ({v / writes:.3f} per write)" if writes else ""
             print(f"  {k:34s} {v:8d}{per}")
-        print(f"  refill calls {r['refill_calls']}, pages per call (most common): {r['refill_pages_per_call']}")
-        print(f"  drain calls {r['drain_calls']}, pages per call (most common): {r['drain_pages_per_call']}")
+        top = lambda h: sorted(h, key=lambda pc: -pc[1])[:8]
+        print(f"  refill calls {r['refill_calls']}, pages per call (most common): {top(r['refill_pages_per_call'])}")
+        print(f"  drain calls {r['drain_calls']}, pages per call (most common): {top(r['drain_pages_per_call'])}")
 
 
 if __name__ == "__main__":
