@@ -80,16 +80,33 @@ def pagesets():
 
 def calls(seq, is_member):
     """Pages per call of consecutive events of one kind on one CPU."""
-    out, n = [], 0
+    return [pages for pages, _, _ in calls_timed(seq, is_member)]
+
+
+def calls_timed(seq, is_member):
+    """(pages, blocks, seconds from the first block's event to the last) per call."""
+    out, n, b, t0, t1 = [], 0, 0, 0.0, 0.0
     for e in seq:
         if is_member(e):
+            if not b:
+                t0 = e[3]
             n += 1 << e[1]
+            b += 1
+            t1 = e[3]
         elif n:
-            out.append(n)
-            n = 0
+            out.append((n, b, t1 - t0))
+            n, b = 0, 0
     if n:
-        out.append(n)
+        out.append((n, b, t1 - t0))
     return out
+
+
+def ns_per_block(timed):
+    """Mean time between two consecutive blocks' events inside a call, ns, over all calls of 2
+    blocks or more (the trace prints microseconds; summed over many calls the rounding
+    averages out): the hold's cost per block under zone->lock plus one tracepoint's own cost."""
+    gaps = sum(b - 1 for _, b, _ in timed if b >= 2)
+    return 1e9 * sum(t for _, b, t in timed if b >= 2) / gaps if gaps else None
 
 
 def main():
@@ -159,26 +176,30 @@ def main():
             subprocess.run(["umount", T], check=False)
 
     writes, nbytes = (int(x) for x in out.split())
-    line = re.compile(r"^\s*(\S+)-(\d+)\s+\[(\d+)\].*?\s[\d.]+: (\w+): .*?pfn=0x[0-9a-f]+ order=(\d+)(.*)$")
+    line = re.compile(r"^\s*(\S+)-(\d+)\s+\[(\d+)\].*?\s([\d.]+): (\w+): .*?pfn=0x[0-9a-f]+ order=(\d+)(.*)$")
     seq = collections.defaultdict(list)
     for l in text.splitlines():
         m = line.match(l)
         if m:
-            _, _, cpu, ev, order, rest = m.groups()
-            seq[int(cpu)].append((ev, int(order), "percpu_refill=1" in rest))
+            _, _, cpu, ts, ev, order, rest = m.groups()
+            seq[int(cpu)].append((ev, int(order), "percpu_refill=1" in rest, float(ts)))
     report = {"writes": writes, "bytes": nbytes, "write_bytes": a.write_bytes,
               "kernel": os.uname().release, "overrun": overrun,
               "pagesets_before": before, "pagesets_after": after, "cpus": {}}
     for cpu, s in sorted(seq.items()):
-        cnt = collections.Counter(f"{e} order {o}" for e, o, _ in s)
-        drains = calls(s, lambda e: e[0] == "mm_page_pcpu_drain")
-        refills = calls(s, lambda e: e[0] == "mm_page_alloc_zone_locked" and e[2])
+        cnt = collections.Counter(f"{e[0]} order {e[1]}" for e in s)
+        drains_t = calls_timed(s, lambda e: e[0] == "mm_page_pcpu_drain")
+        refills_t = calls_timed(s, lambda e: e[0] == "mm_page_alloc_zone_locked" and e[2])
+        drains = [p for p, _, _ in drains_t]
+        refills = [p for p, _, _ in refills_t]
         report["cpus"][cpu] = {
             "events": dict(sorted(cnt.items())),
             "drain_calls": len(drains),
             "drain_pages_per_call": sorted(collections.Counter(drains).items()),
             "refill_calls": len(refills),
             "refill_pages_per_call": sorted(collections.Counter(refills).items()),
+            "drain_ns_per_block": ns_per_block(drains_t),
+            "refill_ns_per_block": ns_per_block(refills_t),
         }
     if a.json:
         print(json.dumps(report, indent=1))
@@ -196,6 +217,10 @@ def main():
         top = lambda h: sorted(h, key=lambda pc: -pc[1])[:8]
         print(f"  refill calls {r['refill_calls']}, pages per call (most common): {top(r['refill_pages_per_call'])}")
         print(f"  drain calls {r['drain_calls']}, pages per call (most common): {top(r['drain_pages_per_call'])}")
+        for side in ("refill", "drain"):
+            v = r[f"{side}_ns_per_block"]
+            if v is not None:
+                print(f"  {side}: {v:.1f} ns between two blocks' events inside a call (mean; includes one tracepoint)")
 
 
 if __name__ == "__main__":
