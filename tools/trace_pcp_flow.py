@@ -183,8 +183,17 @@ def main():
         if m:
             _, _, cpu, ts, ev, order, rest = m.groups()
             seq[int(cpu)].append((ev, int(order), "percpu_refill=1" in rest, float(ts)))
+    def node_of(cpu):
+        d = f"/sys/devices/system/cpu/cpu{cpu}"
+        nodes = [n for n in os.listdir(d) if re.fullmatch(r"node\d+", n)] if os.path.isdir(d) else []
+        return int(nodes[0][4:]) if nodes else 0
+
+    with open("/proc/sys/net/core/wmem_default") as f:
+        wmem_default = int(f.read())
     report = {"writes": writes, "bytes": nbytes, "write_bytes": a.write_bytes,
-              "kernel": os.uname().release, "overrun": overrun,
+              "seconds": a.seconds, "writer_cpu": a.writer_cpu, "reader_cpu": a.reader_cpu,
+              "writer_node": node_of(a.writer_cpu), "wmem_default": wmem_default,
+              "command": a.cmd, "kernel": os.uname().release, "overrun": overrun,
               "pagesets_before": before, "pagesets_after": after, "cpus": {}}
     for cpu, s in sorted(seq.items()):
         cnt = collections.Counter(f"{e[0]} order {e[1]}" for e in s)

@@ -15,6 +15,7 @@ use pcpmodel::output::report::{Format, Report};
 mod args;
 mod assumptions;
 mod compare;
+mod compare_trace;
 mod data;
 mod detect;
 mod explain;
@@ -154,6 +155,9 @@ pub enum Command {
     },
     /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
     Compare(compare::Args),
+    /// A kmem tracepoint trace of the host kernel (tools/trace_pcp_flow.py --json) beside the
+    /// model's kernel rules over the same flow: refills and drains per write, their sizes.
+    CompareTrace(compare_trace::Args),
 }
 
 /// What to draw (`pcpmodel plot ...`: SVG figures).
@@ -263,6 +267,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             MeasureWhat::Pcp(a) => measure_pcp::run(a, format),
         },
         Command::Compare(a) => compare::run(a, format),
+        Command::CompareTrace(a) => compare_trace::run(a, format),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod latency;
 pub mod pcp;
 pub mod sysctl;
+pub mod trace;
 
 use serde::Serialize;
 

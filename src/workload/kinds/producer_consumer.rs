@@ -579,6 +579,16 @@ impl Kind for ProducerConsumer {
                 from.join(", ")
             ),
         });
+        if let Ok(bytes) = w.param("af_unix_write_bytes") {
+            let orders = crate::kernel::skb::unix_stream_write_orders(
+                bytes as u64,
+                crate::kernel::skb::WMEM_DEFAULT,
+            );
+            notes.push(format!(
+                "not modelled here: a {bytes} B write() on an AF_UNIX stream is frags of orders {orders:?} (crate::kernel::skb), not blocks of order {}; this kind's steady state moves blocks of one order, while the time-stepped pair flow of the Huang validation (crate::model::autotune::PairFlow) moves the frags",
+                model.flow.order
+            ));
+        }
         // Pairs beyond the CPUs time-share them: each runs running/pairs of the time.
         let share = f64::from(running) / f64::from(pairs);
         if running < pairs {

@@ -1,0 +1,419 @@
+//! The PCP flow level of the host loop: a kmem tracepoint trace of an AF_UNIX stream pair
+//! (`tools/trace_pcp_flow.py --json`: allocations and frees by order, refill and drain calls
+//! with their sizes, the pagesets before the run) beside the model's kernel rules
+//! ([`crate::kernel::ops::PcpState`] stepped by [`crate::model::autotune::PairFlow`]) run over
+//! the same flow: the same kernel version, the pageset limits the trace recorded, the frag
+//! orders the kernel allocates for the write size ([`crate::kernel::skb`]) and the host's pace.
+//! Nothing is fitted: every row is a blind prediction of what the real kernel did.
+//!
+//! The zone compared is the one the writer's allocations come from: `Normal` of the writer's
+//! node, else `DMA32` (unmovable allocations take the highest zone that has memory; `Movable`
+//! serves only movable ones). The model starts with empty lists and records after a warm-up,
+//! so it compares steady states; the trace starts wherever the host's lists were.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::kernel::ops::PcpState;
+use crate::kernel::pageset::{PcpHigh, PcpLimits};
+use crate::kernel::version::KernelVersion;
+use crate::model::autotune::PairFlow;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pageset {
+    count: u64,
+    high: u64,
+    batch: u64,
+    high_min: Option<u64>,
+    high_max: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ZonePagesets {
+    managed: u64,
+    cpus: BTreeMap<String, Pageset>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CpuTrace {
+    events: BTreeMap<String, u64>,
+    drain_pages_per_call: Vec<(u64, u64)>,
+    refill_pages_per_call: Vec<(u64, u64)>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TraceFile {
+    writes: u64,
+    write_bytes: u64,
+    seconds: f64,
+    writer_cpu: u32,
+    reader_cpu: u32,
+    writer_node: u32,
+    wmem_default: u64,
+    kernel: String,
+    #[serde(default)]
+    command: Vec<String>,
+    pagesets_before: BTreeMap<String, ZonePagesets>,
+    cpus: BTreeMap<String, CpuTrace>,
+}
+
+/// One compared quantity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceRow {
+    /// What is compared.
+    pub quantity: String,
+    /// Its unit.
+    pub unit: String,
+    /// The host kernel's value (from the trace).
+    pub host: f64,
+    /// The model's value.
+    pub model: f64,
+    /// (model - host) / host, %; None when the host's value is 0.
+    pub error_pct: Option<f64>,
+}
+
+/// The trace beside the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceComparison {
+    /// Kernel version the trace was taken on (and the model ran).
+    pub kernel: String,
+    /// Zone compared (`node/zone`).
+    pub zone: String,
+    /// The reader's pageset limits the model was given, in words.
+    pub limits: String,
+    /// Orders of the frags one write allocates.
+    pub write_orders: Vec<u8>,
+    /// Writes in the trace.
+    pub writes: u64,
+    /// Compared quantities.
+    pub rows: Vec<TraceRow>,
+    /// What to keep in mind.
+    pub notes: Vec<String>,
+}
+
+fn positive(label: &str, field: &str, v: f64) -> Result<f64> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(Error::invalid(
+            label,
+            field,
+            format!("must be > 0, got {v}"),
+        ))
+    }
+}
+
+fn to_u32(label: &str, field: &str, v: u64) -> Result<u32> {
+    u32::try_from(v).map_err(|_| {
+        Error::invalid(
+            label,
+            field,
+            format!("{v} pages: no pageset holds 2^32 pages"),
+        )
+    })
+}
+
+/// Reads a trace (`label` names it in errors) and compares it with the model.
+pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
+    let t: TraceFile = serde_json::from_str(text).map_err(|e| {
+        Error::parse(
+            label,
+            e.line(),
+            "trace JSON",
+            format!(
+                "{e} (expected the output of tools/trace_pcp_flow.py --json with an AF_UNIX pair)"
+            ),
+        )
+    })?;
+    if !t.command.is_empty() {
+        return Err(Error::invalid(
+            label,
+            "command",
+            format!(
+                "the trace ran `{}`, not the AF_UNIX pair: only the pair's flow has a model to compare with",
+                t.command.join(" ")
+            ),
+        ));
+    }
+    let writes = positive(label, "writes", t.writes as f64)?;
+    let seconds = positive(label, "seconds", t.seconds)?;
+    positive(label, "write_bytes", t.write_bytes as f64)?;
+    let kernel = KernelVersion::parse_labeled(&t.kernel, label)?;
+    if !kernel.era().auto_tunes_high() && kernel < KernelVersion::new(5, 14) {
+        return Err(Error::Unsupported(format!(
+            "{label}: kernel {kernel}: the trace comparison follows the PCP rules of 5.14 and later (split high, free_high, auto-tuning)"
+        )));
+    }
+    let (zone, pagesets) = ["Normal", "DMA32"]
+        .iter()
+        .find_map(|z| {
+            let key = format!("{}/{z}", t.writer_node);
+            t.pagesets_before.get(&key).map(|p| (key, p))
+        })
+        .ok_or_else(|| {
+            Error::invalid(
+                label,
+                "pagesets_before",
+                format!(
+                    "no Normal or DMA32 zone of node {} (the writer's)",
+                    t.writer_node
+                ),
+            )
+        })?;
+    let field = |cpu: u32| format!("pagesets_before.{zone}.cpus.{cpu}");
+    let reader = pagesets
+        .cpus
+        .get(&t.reader_cpu.to_string())
+        .ok_or_else(|| Error::invalid(label, field(t.reader_cpu), "missing"))?;
+    let batch = to_u32(
+        label,
+        &format!("{}.batch", field(t.reader_cpu)),
+        reader.batch,
+    )?;
+    if batch == 0 {
+        return Err(Error::invalid(
+            label,
+            format!("{}.batch", field(t.reader_cpu)),
+            "must be >= 1",
+        ));
+    }
+    let high = if kernel.era().auto_tunes_high() {
+        let get = |v: Option<u64>, name: &str| -> Result<u32> {
+            let f = format!("{}.{name}", field(t.reader_cpu));
+            to_u32(
+                label,
+                &f,
+                v.ok_or_else(|| Error::invalid(label, &f, "missing: 6.7+ prints it"))?,
+            )
+        };
+        PcpHigh::AutoTuned {
+            high_min_pages: get(reader.high_min, "high_min")?,
+            high_max_pages: get(reader.high_max, "high_max")?,
+        }
+    } else {
+        PcpHigh::Fixed {
+            high_pages: to_u32(label, &format!("{}.high", field(t.reader_cpu)), reader.high)?,
+        }
+    };
+    let limits = PcpLimits {
+        batch_pages: batch,
+        high,
+    };
+    let orders = crate::kernel::skb::unix_stream_write_orders(t.write_bytes, t.wmem_default);
+    if orders.is_empty() {
+        return Err(Error::invalid(
+            label,
+            "write_bytes",
+            format!(
+                "{} B writes fit the skbs' linear parts (send buffer {} B): no page is allocated, nothing to compare",
+                t.write_bytes, t.wmem_default
+            ),
+        ));
+    }
+    let mut w = PcpState::new(kernel, limits, None)?;
+    let mut r = PcpState::new(kernel, limits, None)?;
+    let flow = PairFlow {
+        orders: orders.clone(),
+        work_ns: seconds * 1e9 / writes,
+        tick_ns: 1e9,
+        span_ns: 120e9,
+    };
+    let tally = flow.run(&mut w, &mut r)?;
+    let units = tally.work_units.max(1) as f64;
+
+    let cpu = |c: u32| {
+        t.cpus
+            .get(&c.to_string())
+            .ok_or_else(|| Error::invalid(label, format!("cpus.{c}"), "missing"))
+    };
+    let (wc, rc) = (cpu(t.writer_cpu)?, cpu(t.reader_cpu)?);
+    let mut rows = Vec::new();
+    let mut row = |quantity: String, unit: &str, host: f64, model: f64| {
+        rows.push(TraceRow {
+            quantity,
+            unit: unit.into(),
+            host,
+            model,
+            error_pct: (host != 0.0).then(|| 100.0 * (model / host - 1.0)),
+        })
+    };
+    let mut distinct = orders.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    for &o in distinct.iter().rev() {
+        let n = orders.iter().filter(|&&x| x == o).count() as f64;
+        let ev = |c: &CpuTrace, e: &str| {
+            c.events
+                .get(&format!("{e} order {o}"))
+                .copied()
+                .unwrap_or(0) as f64
+                / writes
+        };
+        row(
+            format!("order-{o} allocations on the writer's CPU"),
+            "per write",
+            ev(wc, "mm_page_alloc"),
+            n,
+        );
+        row(
+            format!("order-{o} frees on the reader's CPU"),
+            "per write",
+            ev(rc, "mm_page_free"),
+            n,
+        );
+    }
+    // Refills by size: every size either side shows at least once per 10 000 writes.
+    let host_refill: BTreeMap<u64, f64> = wc
+        .refill_pages_per_call
+        .iter()
+        .map(|&(p, n)| (p, n as f64 / writes))
+        .collect();
+    let model_refill: BTreeMap<u64, f64> = tally
+        .refill
+        .iter()
+        .map(|&(p, n)| (u64::from(p), n as f64 / units))
+        .collect();
+    let mut sizes: Vec<u64> = host_refill
+        .iter()
+        .chain(model_refill.iter())
+        .filter(|(_, &v)| v >= 1e-4)
+        .map(|(&p, _)| p)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for p in sizes {
+        row(
+            format!("writer's refills of {p} pages"),
+            "per write",
+            host_refill.get(&p).copied().unwrap_or(0.0),
+            model_refill.get(&p).copied().unwrap_or(0.0),
+        );
+    }
+    let mean = |h: &[(u64, u64)]| {
+        let n: u64 = h.iter().map(|pc| pc.1).sum();
+        let p: u64 = h.iter().map(|pc| pc.0 * pc.1).sum();
+        (n as f64, if n > 0 { p as f64 / n as f64 } else { 0.0 })
+    };
+    let (hd, hd_mean) = mean(&rc.drain_pages_per_call);
+    let md: Vec<(u64, u64)> = tally
+        .drain
+        .iter()
+        .map(|&(p, n)| (u64::from(p), n))
+        .collect();
+    let (mdn, md_mean) = mean(&md);
+    row(
+        "reader's drains (zone->lock holds of free_pcppages_bulk())".into(),
+        "per write",
+        hd / writes,
+        mdn / units,
+    );
+    row("pages per drain (mean)".into(), "pages", hd_mean, md_mean);
+    let start = reader.count;
+    Ok(TraceComparison {
+        kernel: kernel.to_string(),
+        zone: zone.clone(),
+        limits: match high {
+            PcpHigh::AutoTuned {
+                high_min_pages,
+                high_max_pages,
+            } => format!(
+                "batch {batch}, high_min {high_min_pages}, high_max {high_max_pages} pages (the reader's, before the run; live high then {})",
+                reader.high
+            ),
+            PcpHigh::Fixed { high_pages } => format!("batch {batch}, high {high_pages} pages"),
+        },
+        write_orders: orders,
+        writes: t.writes,
+        rows,
+        notes: vec![
+            format!(
+                "zone {zone} ({} managed pages): the writer's frags come from it; the model's writer and reader pagesets get the reader's limits",
+                pagesets.managed
+            ),
+            format!(
+                "the host's reader list held {start} pages when the trace began; the model starts empty and records after a quarter of a 120 s run at the host's pace ({} us per write), so a short trace whose lists were still filling or emptying drains more or less than the steady state",
+                crate::output::report::sig(seconds * 1e6 / writes, 3)
+            ),
+            "nothing fitted: the refill and drain sizes are the kernel's rules (crate::kernel::ops) for the recorded limits, the frag orders crate::kernel::skb's for the write size".into(),
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"writes": 1000, "bytes": 65536000, "write_bytes": 65536, "seconds": 0.02,
+      "writer_cpu": 0, "reader_cpu": 1, "writer_node": 0, "wmem_default": 212992, "command": [],
+      "kernel": "6.18.44", "overrun": {"0": 0, "1": 0},
+      "pagesets_before": {"0/Normal": {"managed": 1000000, "cpus": {
+        "0": {"count": 0, "high": 0, "batch": 63, "high_min": 5000, "high_max": 40000},
+        "1": {"count": 0, "high": 0, "batch": 63, "high_min": 5000, "high_max": 40000}}}},
+      "pagesets_after": {},
+      "cpus": {"0": {"events": {"mm_page_alloc order 3": 1000}, "drain_calls": 0,
+                     "drain_pages_per_call": [], "refill_calls": 143,
+                     "refill_pages_per_call": [[56, 143]]},
+               "1": {"events": {"mm_page_free order 3": 1000}, "drain_calls": 7,
+                     "drain_pages_per_call": [[2020, 7]], "refill_calls": 0,
+                     "refill_pages_per_call": []}}}"#;
+
+    /// The model's per-write counts are the kernel's: one page of each frag order per write,
+    /// refills of batch >> order blocks (56 pages of order 3, 1/7 per write).
+    #[test]
+    fn a_trace_is_compared_row_by_row() {
+        let c = compare_trace(GOOD, "t.json").unwrap();
+        assert_eq!(c.write_orders, vec![3, 2, 1, 0]);
+        let r = |q: &str| c.rows.iter().find(|r| r.quantity == q).unwrap();
+        assert_eq!(r("order-3 allocations on the writer's CPU").model, 1.0);
+        assert_eq!(r("order-3 allocations on the writer's CPU").host, 1.0);
+        let refill = r("writer's refills of 56 pages");
+        assert!((refill.model - 1.0 / 7.0).abs() < 1e-3, "{refill:?}");
+    }
+
+    /// Damaged traces are errors naming the file and the field, never a comparison with zeros.
+    #[test]
+    fn bad_traces_name_the_field() {
+        for (from, to, field) in [
+            ("\"writes\": 1000", "\"writes\": 0", "writes"),
+            ("\"seconds\": 0.02", "\"seconds\": -1", "seconds"),
+            (
+                "\"writer_node\": 0",
+                "\"writer_node\": 3",
+                "pagesets_before",
+            ),
+            (
+                "\"reader_cpu\": 1",
+                "\"reader_cpu\": 7",
+                "pagesets_before.0/Normal.cpus.7",
+            ),
+            (
+                "\"batch\": 63, \"high_min\": 5000, \"high_max\": 40000}}}}",
+                "\"batch\": 0, \"high_min\": 5000, \"high_max\": 40000}}}}",
+                "batch",
+            ),
+            (
+                "\"kernel\": \"6.18.44\"",
+                "\"kernel\": \"banana\"",
+                "kernel version",
+            ),
+            (
+                "\"write_bytes\": 65536",
+                "\"write_bytes\": 100",
+                "write_bytes",
+            ),
+            ("\"writes\": 1000,", "", "writes"),
+            ("\"command\": []", "\"command\": [\"gcc\"]", "command"),
+        ] {
+            let bad = GOOD.replacen(from, to, 1);
+            assert_ne!(bad, GOOD, "{from}");
+            let e = compare_trace(&bad, "t.json").unwrap_err().to_string();
+            assert!(
+                e.contains("t.json") && e.contains(field),
+                "{from} -> {to}: {e}"
+            );
+        }
+    }
+}
