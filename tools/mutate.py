@@ -325,8 +325,8 @@ NODES_INVALID = ["0", "-1", "2", "99", "nan"]
 THREAD_INVALID = ["005", "999", "-1", "nan"]
 
 KIND_WEIGHTS = collections.OrderedDict([
-    ("machine", 0.19), ("fit", 0.14), ("zoneinfo", 0.12), ("import", 0.15), ("detect", 0.09),
-    ("workload", 0.13), ("flag", 0.18),
+    ("machine", 0.18), ("fit", 0.13), ("zoneinfo", 0.11), ("import", 0.14), ("detect", 0.09),
+    ("workload", 0.13), ("trace", 0.04), ("flag", 0.18),
 ])
 
 # ---------------------------------------------------------------------------------------------
@@ -1472,9 +1472,72 @@ def gen_flag(seed, index, cache):
                   tokens=[fl, fl.lstrip("-"), fl.lstrip("-").replace("-", "_")], file_label=None)
 
 
+# ---- host traces (compare-trace) ----
+
+# (JSON path, invalid value, field the error must name); paths into the seed trace.
+TRACE_INVALID = [
+    (("writes",), 0, "writes"), (("writes",), -5, "writes"), (("writes",), 10 ** 15, "writes"),
+    (("seconds",), 0, "seconds"), (("seconds",), -1.5, "seconds"), (("seconds",), 1e9, "seconds"),
+    (("seconds",), "fast", "seconds"), (("write_bytes",), 0, "write_bytes"),
+    (("write_bytes",), 2 ** 40, "write_bytes"), (("wmem_default",), 0, "wmem_default"),
+    (("wmem_default",), 2 ** 40, "wmem_default"), (("kernel",), "banana", "kernel"),
+    (("kernel",), "4.9.0", "kernel"), (("writer_node",), 7, "pagesets_before"),
+    (("reader_cpu",), 9, "cpus.9"), (("writer_cpu",), 9, "cpus.9"),
+    (("pagesets_before", "0/Normal", "cpus", "1", "batch"), 0, "batch"),
+    (("pagesets_before", "0/Normal", "cpus", "1", "batch"), 10 ** 6, "batch"),
+    (("pagesets_before", "0/Normal", "cpus", "1", "batch"), -63, "batch"),
+    (("pagesets_before", "0/Normal", "cpus", "1", "high_min"), 10 ** 9, "high_min"),
+    (("pagesets_before", "0/Normal", "cpus", "1", "high_max"), 2 ** 33, "high_max"),
+    (("pagesets_before", "0/Normal", "cpus", "1", "high_max"), None, "high_max"),
+    (("command",), ["gcc", "-c", "f.c"], "command"),
+]
+TRACE_VALID = [
+    (("writes",), 1), (("writes",), 10 ** 6), (("seconds",), 0.5), (("write_bytes",), 1 << 20),
+    (("write_bytes",), 4096), (("wmem_default",), 4608), (("kernel",), "6.6.30"),
+    (("kernel",), "6.7.0"), (("pagesets_before", "0/Normal", "cpus", "1", "batch"), 1),
+    (("pagesets_before", "0/Normal", "cpus", "1", "high_min"), 0),
+    (("pagesets_before", "0/Normal", "cpus", "1", "high_max"), 7419),
+]
+
+
+def trace_set(doc, path, value):
+    d = doc
+    for k in path[:-1]:
+        d = d[k]
+    if value is None:
+        d.pop(path[-1], None)
+    else:
+        d[path[-1]] = value
+
+
+def gen_trace(seed, index, cache):
+    mid = "trace-%04d" % index
+    rng = rng_for(seed, "trace", index)
+    name = "trace-af-unix-64k.json"
+    data = read_seed("trace", name)
+    cmds = [["compare-trace", "{F}"]]
+    op = index % 3
+    if op in (0, 1):
+        doc = json.loads(data)
+        if op == 0:
+            path, value, token = rng.choice(TRACE_INVALID)
+            expect, tokens = "invalid", [token]
+        else:
+            path, value = rng.choice(TRACE_VALID)
+            expect, tokens = "any", []
+        trace_set(doc, path, value)
+        desc = "%s = %s" % (".".join(path), "(removed)" if value is None else json.dumps(value))
+        return Mutant(mid, "trace", name, desc, expect, cmds,
+                      files={name: json.dumps(doc, indent=1).encode()}, tokens=tokens,
+                      file_label=name)
+    new, d, line = structural_text(rng, data)
+    return Mutant(mid, "trace", name, d, "any", cmds, files={name: new}, file_label=name,
+                  line=line)
+
+
 GENERATORS = {"machine": gen_machine, "fit": gen_fit, "zoneinfo": gen_zoneinfo,
               "import": gen_import, "detect": gen_detect, "workload": gen_workload,
-              "flag": gen_flag}
+              "trace": gen_trace, "flag": gen_flag}
 
 
 def quotas(count):

@@ -94,6 +94,16 @@ pub struct TraceComparison {
     pub notes: Vec<String>,
 }
 
+/// The fastest a socket pair could move payload, bytes per second (a bound, not a measurement).
+const MAX_BYTES_PER_S: f64 = 1e13;
+/// `SOCK_MIN_SNDBUF` on x86-64 (2 x (2048 + sizeof(struct sk_buff))), bytes; a send buffer is
+/// an int.
+const SNDBUF_MIN: u64 = 4608;
+const SNDBUF_MAX: u64 = i32::MAX as u64;
+/// Blocks simulated at most (10^7 writes of lmbench's 4 frags: 120 s at 12 us a write), so
+/// that large writes (many frags each) take no longer than small ones.
+const MAX_SIM_BLOCKS: f64 = 4e7;
+
 fn positive(label: &str, field: &str, v: f64) -> Result<f64> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
@@ -116,13 +126,29 @@ fn to_u32(label: &str, field: &str, v: u64) -> Result<u32> {
     })
 }
 
+/// The last object key before `line`:`column` (1-based) of `text`: the field whose value a
+/// JSON error points into (serde_json names the position, not the field).
+fn key_before(text: &str, line: usize, column: usize) -> Option<&str> {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let end = (start + column).min(text.len());
+    let head = text.get(..end)?;
+    let colon = head.rfind("\":")?;
+    let open = head[..colon].rfind('"')?;
+    let key = &head[open + 1..colon];
+    (!key.is_empty() && key.len() < 64).then_some(key)
+}
+
 /// Reads a trace (`label` names it in errors) and compares it with the model.
 pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
     let t: TraceFile = serde_json::from_str(text).map_err(|e| {
         Error::parse(
             label,
             e.line(),
-            "trace JSON",
+            key_before(text, e.line(), e.column()).unwrap_or("trace JSON"),
             format!(
                 "{e} (expected the output of tools/trace_pcp_flow.py --json with an AF_UNIX pair)"
             ),
@@ -140,7 +166,43 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
     }
     let writes = positive(label, "writes", t.writes as f64)?;
     let seconds = positive(label, "seconds", t.seconds)?;
-    positive(label, "write_bytes", t.write_bytes as f64)?;
+    if seconds > 3600.0 {
+        return Err(Error::invalid(
+            label,
+            "seconds",
+            format!("{seconds} s: a trace of the kmem events fills any buffer within minutes"),
+        ));
+    }
+    if let Some(msg) =
+        crate::workload::kinds::producer_consumer::AF_UNIX_WRITE_BYTES.problem(t.write_bytes as f64)
+    {
+        return Err(Error::invalid(label, "write_bytes", msg));
+    }
+    // A write copies its bytes twice (in and out): no host moves 10 TB/s through a socket.
+    let rate = writes * t.write_bytes as f64 / seconds;
+    if rate > MAX_BYTES_PER_S {
+        return Err(Error::invalid(
+            label,
+            "writes",
+            format!(
+                "{} writes of {} B in {seconds} s is {} GB/s: beyond any memory copy ({} GB/s)",
+                t.writes,
+                t.write_bytes,
+                crate::output::report::sig(rate / 1e9, 3),
+                MAX_BYTES_PER_S / 1e9
+            ),
+        ));
+    }
+    if !(SNDBUF_MIN..=SNDBUF_MAX).contains(&t.wmem_default) {
+        return Err(Error::invalid(
+            label,
+            "wmem_default",
+            format!(
+                "{} B is outside {SNDBUF_MIN}..={SNDBUF_MAX} B: SOCK_MIN_SNDBUF and INT_MAX bound a send buffer",
+                t.wmem_default
+            ),
+        ));
+    }
     let kernel = KernelVersion::parse_labeled(&t.kernel, label)?;
     if !kernel.era().auto_tunes_high() && kernel < KernelVersion::new(5, 14) {
         return Err(Error::Unsupported(format!(
@@ -168,18 +230,11 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         .cpus
         .get(&t.reader_cpu.to_string())
         .ok_or_else(|| Error::invalid(label, field(t.reader_cpu), "missing"))?;
-    let batch = to_u32(
-        label,
-        &format!("{}.batch", field(t.reader_cpu)),
-        reader.batch,
-    )?;
-    if batch == 0 {
-        return Err(Error::invalid(
-            label,
-            format!("{}.batch", field(t.reader_cpu)),
-            "must be >= 1",
-        ));
+    let batch_field = format!("{}.batch", field(t.reader_cpu));
+    if let Some(msg) = crate::bounds::PCP_BATCH_PAGES.problem(reader.batch as f64) {
+        return Err(Error::invalid(label, batch_field, msg));
     }
+    let batch = to_u32(label, &batch_field, reader.batch)?;
     let high = if kernel.era().auto_tunes_high() {
         let get = |v: Option<u64>, name: &str| -> Result<u32> {
             let f = format!("{}.{name}", field(t.reader_cpu));
@@ -189,9 +244,29 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
                 v.ok_or_else(|| Error::invalid(label, &f, "missing: 6.7+ prints it"))?,
             )
         };
+        let (lo, hi) = (
+            get(reader.high_min, "high_min")?,
+            get(reader.high_max, "high_max")?,
+        );
+        for (v, name) in [(lo, "high_min"), (hi, "high_max")] {
+            if let Some(msg) = crate::bounds::PCP_HIGH_PAGES.problem(f64::from(v)) {
+                return Err(Error::invalid(
+                    label,
+                    format!("{}.{name}", field(t.reader_cpu)),
+                    msg,
+                ));
+            }
+        }
+        if lo > hi {
+            return Err(Error::invalid(
+                label,
+                format!("{}.high_min", field(t.reader_cpu)),
+                format!("{lo} pages is above high_max {hi}: the kernel keeps high_min <= high_max (zone_set_pageset_high_and_batch())"),
+            ));
+        }
         PcpHigh::AutoTuned {
-            high_min_pages: get(reader.high_min, "high_min")?,
-            high_max_pages: get(reader.high_max, "high_max")?,
+            high_min_pages: lo,
+            high_max_pages: hi,
         }
     } else {
         PcpHigh::Fixed {
@@ -208,18 +283,19 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
             label,
             "write_bytes",
             format!(
-                "{} B writes fit the skbs' linear parts (send buffer {} B): no page is allocated, nothing to compare",
+                "{} B writes allocate no page: with a {} B send buffer (wmem_default) each skb carries at most (sndbuf / 2 - 64) B, which fits its linear part (kmalloc); nothing to compare",
                 t.write_bytes, t.wmem_default
             ),
         ));
     }
     let mut w = PcpState::new(kernel, limits, None)?;
     let mut r = PcpState::new(kernel, limits, None)?;
+    let work_ns = seconds * 1e9 / writes;
     let flow = PairFlow {
         orders: orders.clone(),
-        work_ns: seconds * 1e9 / writes,
+        work_ns,
         tick_ns: 1e9,
-        span_ns: 120e9,
+        span_ns: (120e9_f64).min(MAX_SIM_BLOCKS / orders.len() as f64 * work_ns),
     };
     let tally = flow.run(&mut w, &mut r)?;
     let units = tally.work_units.max(1) as f64;
@@ -334,7 +410,7 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
                 pagesets.managed
             ),
             format!(
-                "the host's reader list held {start} pages when the trace began; the model starts empty and records after a quarter of a 120 s run at the host's pace ({} us per write), so a short trace whose lists were still filling or emptying drains more or less than the steady state",
+                "the host's reader list held {start} pages when the trace began; the model starts empty and records after a quarter of a run of up to 120 s (4e7 blocks) at the host's pace ({} us per write), so a short trace whose lists were still filling or emptying drains more or less than the steady state",
                 crate::output::report::sig(seconds * 1e6 / writes, 3)
             ),
             "nothing fitted: the refill and drain sizes are the kernel's rules (crate::kernel::ops) for the recorded limits, the frag orders crate::kernel::skb's for the write size".into(),
@@ -406,6 +482,29 @@ mod tests {
             ),
             ("\"writes\": 1000,", "", "writes"),
             ("\"command\": []", "\"command\": [\"gcc\"]", "command"),
+            ("\"writes\": 1000", "\"writes\": -5", "writes"),
+            ("\"seconds\": 0.02", "\"seconds\": \"fast\"", "seconds"),
+            ("\"seconds\": 0.02", "\"seconds\": 1e-12", "writes"),
+            (
+                "\"wmem_default\": 212992",
+                "\"wmem_default\": 0",
+                "wmem_default",
+            ),
+            (
+                "\"high_min\": 5000, \"high_max\": 40000}}}}",
+                "\"high_min\": 50000, \"high_max\": 40000}}}}",
+                "high_min",
+            ),
+            (
+                "\"write_bytes\": 65536",
+                "\"write_bytes\": 0",
+                "write_bytes",
+            ),
+            (
+                "\"batch\": 63, \"high_min\": 5000, \"high_max\": 40000}}}}",
+                "\"batch\": 70000, \"high_min\": 5000, \"high_max\": 40000}}}}",
+                "batch",
+            ),
         ] {
             let bad = GOOD.replacen(from, to, 1);
             assert_ne!(bad, GOOD, "{from}");
