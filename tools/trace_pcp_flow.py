@@ -78,11 +78,6 @@ def pagesets():
     return {z: v for z, v in out.items() if v.get("managed")}
 
 
-def calls(seq, is_member):
-    """Pages per call of consecutive events of one kind on one CPU."""
-    return [pages for pages, _, _ in calls_timed(seq, is_member)]
-
-
 def calls_timed(seq, is_member):
     """(pages, blocks, seconds from the first block's event to the last) per call."""
     out, n, b, t0, t1 = [], 0, 0, 0.0, 0.0

@@ -37,6 +37,11 @@ pub const UNIX_SKB_FRAGS_SZ: u64 = 32768;
 pub const UNIX_FRAG_ORDER: u8 = 3;
 /// A socket's default send buffer, `net.core.wmem_default` (`SK_WMEM_MAX`), bytes.
 pub const WMEM_DEFAULT: u64 = 212_992;
+/// `SOCK_MIN_SNDBUF` on x86-64 (2 x (2048 + sizeof(struct sk_buff))): the smallest send
+/// buffer a socket has, bytes.
+pub const SOCK_MIN_SNDBUF: u64 = 4608;
+/// The largest send buffer (`sk_sndbuf` is an int), bytes.
+pub const SNDBUF_MAX: u64 = i32::MAX as u64;
 
 fn page_align(x: u64) -> u64 {
     x.div_ceil(PAGE_SIZE) * PAGE_SIZE

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::kernel::ops::PcpState;
 use crate::kernel::pageset::{PcpHigh, PcpLimits};
+use crate::kernel::skb::{SNDBUF_MAX, SOCK_MIN_SNDBUF};
 use crate::kernel::version::KernelVersion;
 use crate::model::autotune::PairFlow;
 
@@ -96,10 +97,6 @@ pub struct TraceComparison {
 
 /// The fastest a socket pair could move payload, bytes per second (a bound, not a measurement).
 const MAX_BYTES_PER_S: f64 = 1e13;
-/// `SOCK_MIN_SNDBUF` on x86-64 (2 x (2048 + sizeof(struct sk_buff))), bytes; a send buffer is
-/// an int.
-const SNDBUF_MIN: u64 = 4608;
-const SNDBUF_MAX: u64 = i32::MAX as u64;
 /// Blocks simulated at most (10^7 writes of lmbench's 4 frags: 120 s at 12 us a write), so
 /// that large writes (many frags each) take no longer than small ones.
 const MAX_SIM_BLOCKS: f64 = 4e7;
@@ -116,14 +113,77 @@ fn positive(label: &str, field: &str, v: f64) -> Result<f64> {
     }
 }
 
-fn to_u32(label: &str, field: &str, v: u64) -> Result<u32> {
-    u32::try_from(v).map_err(|_| {
-        Error::invalid(
-            label,
-            field,
-            format!("{v} pages: no pageset holds 2^32 pages"),
-        )
-    })
+/// A page count of the pageset, checked against its range (all of them fit a u32).
+fn pages_in(label: &str, field: String, v: u64, range: crate::bounds::Range) -> Result<u32> {
+    match range.problem(v as f64) {
+        Some(msg) => Err(Error::invalid(label, field, msg)),
+        None => Ok(v as u32),
+    }
+}
+
+/// The zone the writer's frags come from (`node/zone`), its pagesets, the reader's pageset and
+/// the limits the model is given (the reader's, for both pagesets).
+fn reader_limits<'a>(
+    t: &'a TraceFile,
+    kernel: KernelVersion,
+    label: &str,
+) -> Result<(String, &'a ZonePagesets, &'a Pageset, PcpLimits)> {
+    let (zone, pagesets) = ["Normal", "DMA32"]
+        .iter()
+        .find_map(|z| {
+            let key = format!("{}/{z}", t.writer_node);
+            t.pagesets_before.get(&key).map(|p| (key, p))
+        })
+        .ok_or_else(|| {
+            Error::invalid(
+                label,
+                "pagesets_before",
+                format!(
+                    "no Normal or DMA32 zone of node {} (the writer's)",
+                    t.writer_node
+                ),
+            )
+        })?;
+    let base = format!("pagesets_before.{zone}.cpus.{}", t.reader_cpu);
+    let reader = pagesets
+        .cpus
+        .get(&t.reader_cpu.to_string())
+        .ok_or_else(|| Error::invalid(label, &base, "missing"))?;
+    let field = |name: &str| format!("{base}.{name}");
+    let batch = pages_in(
+        label,
+        field("batch"),
+        reader.batch,
+        crate::bounds::PCP_BATCH_PAGES,
+    )?;
+    let high_pages = |v: Option<u64>, name: &str| -> Result<u32> {
+        let v = v.ok_or_else(|| Error::invalid(label, field(name), "missing: 6.7+ prints it"))?;
+        pages_in(label, field(name), v, crate::bounds::PCP_HIGH_PAGES)
+    };
+    let high = if kernel.era().auto_tunes_high() {
+        let lo = high_pages(reader.high_min, "high_min")?;
+        let hi = high_pages(reader.high_max, "high_max")?;
+        if lo > hi {
+            return Err(Error::invalid(
+                label,
+                field("high_min"),
+                format!("{lo} pages is above high_max {hi}: the kernel keeps high_min <= high_max (zone_set_pageset_high_and_batch())"),
+            ));
+        }
+        PcpHigh::AutoTuned {
+            high_min_pages: lo,
+            high_max_pages: hi,
+        }
+    } else {
+        PcpHigh::Fixed {
+            high_pages: high_pages(Some(reader.high), "high")?,
+        }
+    };
+    let limits = PcpLimits {
+        batch_pages: batch,
+        high,
+    };
+    Ok((zone, pagesets, reader, limits))
 }
 
 /// The last object key before `line`:`column` (1-based) of `text`: the field whose value a
@@ -142,18 +202,9 @@ fn key_before(text: &str, line: usize, column: usize) -> Option<&str> {
     (!key.is_empty() && key.len() < 64).then_some(key)
 }
 
-/// Reads a trace (`label` names it in errors) and compares it with the model.
-pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
-    let t: TraceFile = serde_json::from_str(text).map_err(|e| {
-        Error::parse(
-            label,
-            e.line(),
-            key_before(text, e.line(), e.column()).unwrap_or("trace JSON"),
-            format!(
-                "{e} (expected the output of tools/trace_pcp_flow.py --json with an AF_UNIX pair)"
-            ),
-        )
-    })?;
+/// The run's own fields: an AF_UNIX pair (not a command), its writes, duration, write size,
+/// rate and send buffer within what a host can do; returns the writes and seconds.
+fn check_run(t: &TraceFile, label: &str) -> Result<(f64, f64)> {
     if !t.command.is_empty() {
         return Err(Error::invalid(
             label,
@@ -193,90 +244,39 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
             ),
         ));
     }
-    if !(SNDBUF_MIN..=SNDBUF_MAX).contains(&t.wmem_default) {
+    if !(SOCK_MIN_SNDBUF..=SNDBUF_MAX).contains(&t.wmem_default) {
         return Err(Error::invalid(
             label,
             "wmem_default",
             format!(
-                "{} B is outside {SNDBUF_MIN}..={SNDBUF_MAX} B: SOCK_MIN_SNDBUF and INT_MAX bound a send buffer",
+                "{} B is outside {SOCK_MIN_SNDBUF}..={SNDBUF_MAX} B: SOCK_MIN_SNDBUF and INT_MAX bound a send buffer",
                 t.wmem_default
             ),
         ));
     }
+    Ok((writes, seconds))
+}
+
+/// Reads a trace (`label` names it in errors) and compares it with the model.
+pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
+    let t: TraceFile = serde_json::from_str(text).map_err(|e| {
+        Error::parse(
+            label,
+            e.line(),
+            key_before(text, e.line(), e.column()).unwrap_or("trace JSON"),
+            format!(
+                "{e} (expected the output of tools/trace_pcp_flow.py --json with an AF_UNIX pair)"
+            ),
+        )
+    })?;
+    let (writes, seconds) = check_run(&t, label)?;
     let kernel = KernelVersion::parse_labeled(&t.kernel, label)?;
     if !kernel.era().auto_tunes_high() && kernel < KernelVersion::new(5, 14) {
         return Err(Error::Unsupported(format!(
             "{label}: kernel {kernel}: the trace comparison follows the PCP rules of 5.14 and later (split high, free_high, auto-tuning)"
         )));
     }
-    let (zone, pagesets) = ["Normal", "DMA32"]
-        .iter()
-        .find_map(|z| {
-            let key = format!("{}/{z}", t.writer_node);
-            t.pagesets_before.get(&key).map(|p| (key, p))
-        })
-        .ok_or_else(|| {
-            Error::invalid(
-                label,
-                "pagesets_before",
-                format!(
-                    "no Normal or DMA32 zone of node {} (the writer's)",
-                    t.writer_node
-                ),
-            )
-        })?;
-    let field = |cpu: u32| format!("pagesets_before.{zone}.cpus.{cpu}");
-    let reader = pagesets
-        .cpus
-        .get(&t.reader_cpu.to_string())
-        .ok_or_else(|| Error::invalid(label, field(t.reader_cpu), "missing"))?;
-    let batch_field = format!("{}.batch", field(t.reader_cpu));
-    if let Some(msg) = crate::bounds::PCP_BATCH_PAGES.problem(reader.batch as f64) {
-        return Err(Error::invalid(label, batch_field, msg));
-    }
-    let batch = to_u32(label, &batch_field, reader.batch)?;
-    let high = if kernel.era().auto_tunes_high() {
-        let get = |v: Option<u64>, name: &str| -> Result<u32> {
-            let f = format!("{}.{name}", field(t.reader_cpu));
-            to_u32(
-                label,
-                &f,
-                v.ok_or_else(|| Error::invalid(label, &f, "missing: 6.7+ prints it"))?,
-            )
-        };
-        let (lo, hi) = (
-            get(reader.high_min, "high_min")?,
-            get(reader.high_max, "high_max")?,
-        );
-        for (v, name) in [(lo, "high_min"), (hi, "high_max")] {
-            if let Some(msg) = crate::bounds::PCP_HIGH_PAGES.problem(f64::from(v)) {
-                return Err(Error::invalid(
-                    label,
-                    format!("{}.{name}", field(t.reader_cpu)),
-                    msg,
-                ));
-            }
-        }
-        if lo > hi {
-            return Err(Error::invalid(
-                label,
-                format!("{}.high_min", field(t.reader_cpu)),
-                format!("{lo} pages is above high_max {hi}: the kernel keeps high_min <= high_max (zone_set_pageset_high_and_batch())"),
-            ));
-        }
-        PcpHigh::AutoTuned {
-            high_min_pages: lo,
-            high_max_pages: hi,
-        }
-    } else {
-        PcpHigh::Fixed {
-            high_pages: to_u32(label, &format!("{}.high", field(t.reader_cpu)), reader.high)?,
-        }
-    };
-    let limits = PcpLimits {
-        batch_pages: batch,
-        high,
-    };
+    let (zone, pagesets, reader, limits) = reader_limits(&t, kernel, label)?;
     let orders = crate::kernel::skb::unix_stream_write_orders(t.write_bytes, t.wmem_default);
     if orders.is_empty() {
         return Err(Error::invalid(
@@ -391,15 +391,17 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
     Ok(TraceComparison {
         kernel: kernel.to_string(),
         zone: zone.clone(),
-        limits: match high {
+        limits: match limits.high {
             PcpHigh::AutoTuned {
                 high_min_pages,
                 high_max_pages,
             } => format!(
-                "batch {batch}, high_min {high_min_pages}, high_max {high_max_pages} pages (the reader's, before the run; live high then {})",
-                reader.high
+                "batch {}, high_min {high_min_pages}, high_max {high_max_pages} pages (the reader's, before the run; live high then {})",
+                limits.batch_pages, reader.high
             ),
-            PcpHigh::Fixed { high_pages } => format!("batch {batch}, high {high_pages} pages"),
+            PcpHigh::Fixed { high_pages } => {
+                format!("batch {}, high {high_pages} pages", limits.batch_pages)
+            }
         },
         write_orders: orders,
         writes: t.writes,

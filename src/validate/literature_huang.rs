@@ -142,13 +142,8 @@ fn lmbench_with(state: SeriesState, work_scale: f64) -> Result<StatePrediction> 
     let work_page = work_scale * carried.fixed_cycles / machine.clock.base_ghz.value;
     // A message is one write(): its frags as the kernel allocates them (several orders), or
     // one block of the file's order when the file gives no write size.
-    let orders = match w.param("af_unix_write_bytes") {
-        Ok(bytes) => crate::kernel::skb::unix_stream_write_orders(
-            bytes as u64,
-            crate::kernel::skb::WMEM_DEFAULT,
-        ),
-        Err(_) => vec![order],
-    };
+    let orders = crate::workload::kinds::producer_consumer::af_unix_write_orders(&w)
+        .map_or(vec![order], |(_, orders)| orders);
     let pages: u32 = orders.iter().map(|&o| 1u32 << o).sum();
     let work = work_page * f64::from(pages);
     let flow = PairFlow {

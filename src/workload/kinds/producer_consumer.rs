@@ -67,6 +67,16 @@ const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
 const FREE_RUN_PAGES: crate::bounds::Range =
     crate::bounds::Range::real("pages", 1e-3, 1e9, "", "a run length");
 
+/// The workload's `write()` size (`params.af_unix_write_bytes`) and the orders of the frags the
+/// kernel allocates for it with the default send buffer; None when the file gives no write size.
+pub fn af_unix_write_orders(w: &WorkloadSpec) -> Option<(u64, Vec<u8>)> {
+    let bytes = w.params.get("af_unix_write_bytes")?.value as u64;
+    Some((
+        bytes,
+        crate::kernel::skb::unix_stream_write_orders(bytes, crate::kernel::skb::WMEM_DEFAULT),
+    ))
+}
+
 /// Valid `params.af_unix_write_bytes`.
 pub const AF_UNIX_WRITE_BYTES: crate::bounds::Range = crate::bounds::Range::int(
     "bytes per write",
@@ -579,11 +589,7 @@ impl Kind for ProducerConsumer {
                 from.join(", ")
             ),
         });
-        if let Ok(bytes) = w.param("af_unix_write_bytes") {
-            let orders = crate::kernel::skb::unix_stream_write_orders(
-                bytes as u64,
-                crate::kernel::skb::WMEM_DEFAULT,
-            );
+        if let Some((bytes, orders)) = af_unix_write_orders(w) {
             notes.push(format!(
                 "not modelled here: a {bytes} B write() on an AF_UNIX stream is frags of orders {orders:?} (crate::kernel::skb), not blocks of order {}; this kind's steady state moves blocks of one order, while the time-stepped pair flow of the Huang validation (crate::model::autotune::PairFlow) moves the frags",
                 model.flow.order
