@@ -378,7 +378,10 @@ impl PairFlow {
 pub struct LockOutcome {
     /// Time per work unit of one CPU (pairs: of the slower side), ns: work, holds and waits.
     pub ns_per_unit: f64,
-    /// Share of the CPUs' time spent waiting for zone->lock.
+    /// Share of the CPUs' busy time spent waiting for zone->lock: the share of cycles a
+    /// `perf` profile finds spinning, since the cycles event does not count while a CPU is idle.
+    /// Of a pair, the faster side sleeps while it waits for its partner (a writer blocked on a
+    /// full socket buffer); that time is not busy.
     pub contention: f64,
     /// Lock utilisation.
     pub utilisation: f64,
@@ -476,7 +479,9 @@ pub fn lock_outcome(
     let wait = refills * z.refill_wait_ns + drains * z.free_wait_ns;
     let (t, cpu_time) = if pairs {
         let t = (u * work_ns + side_r).max(u * work_ns + side_f);
-        (t, 2.0 * t)
+        // Busy time: both sides' work, holds and spinning; the faster side's wait for its
+        // partner is sleep, which perf's cycles event does not sample.
+        (t, 2.0 * u * work_ns + side_r + side_f)
     } else {
         let t = u * work_ns + side_r + side_f;
         (t, t)

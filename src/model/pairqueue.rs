@@ -44,7 +44,7 @@ pub struct PairQueue {
     pub slowdown: f64,
     /// Lock utilisation with `pairs_per_zone` pairs.
     pub utilisation: f64,
-    /// Share of the pairs' CPU time spent waiting for zone->lock.
+    /// Share of the pairs' busy CPU time spent waiting for zone->lock ([`crate::model::autotune::LockOutcome`]).
     pub contention: f64,
 }
 

@@ -606,7 +606,7 @@ impl Kind for ProducerConsumer {
         }
         if pairs > 1 {
             notes.push(format!(
-                "{pairs} pairs, {} per LLC domain sharing its capacity evenly (assumed); {} pairs per zone queue on its zone->lock: each pair runs {:.3}x slower than alone (lock utilisation {:.3}, {:.1} % of the pairs' CPU time waiting; crate::model::pairqueue); shared memory bandwidth is not modelled",
+                "{pairs} pairs, {} per LLC domain sharing its capacity evenly (assumed); {} pairs per zone queue on its zone->lock: each pair runs {:.3}x slower than alone (lock utilisation {:.3}, {:.1} % of the pairs' busy CPU time waiting; crate::model::pairqueue); shared memory bandwidth is not modelled",
                 sharers,
                 q.pairs_per_zone,
                 slow,
