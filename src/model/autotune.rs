@@ -385,6 +385,11 @@ pub struct LockOutcome {
     pub contention: f64,
     /// Lock utilisation.
     pub utilisation: f64,
+    /// zone->lock hold time per work unit, ns (pairs: both sides of one pair): with `n` CPUs
+    /// (pairs) on the lock, `n` times this bounds the time per unit from below.
+    pub hold_ns_per_unit: f64,
+    /// Mean hold of a refill and of a drain, ns (0 for a side without holds).
+    pub refill_drain_hold_ns: (f64, f64),
 }
 
 /// How a flow loads one zone's lock: `cpus` CPUs; `work_ns` of work of one CPU per work unit;
@@ -420,11 +425,6 @@ pub fn lock_outcome(
         order,
     } = *load;
     let units = tally.work_units.max(1);
-    let (work_per_unit, share) = if pairs {
-        (2.0 * work_ns, 0.5)
-    } else {
-        (work_ns, share)
-    };
     // The lock's hold costs are per block of `order`. A flow of several orders (the frags of
     // an skb: crate::kernel::skb) records the blocks each side moved; its holds are charged by
     // blocks, as pages of `order` (a refill's and a drain's cost per block does not depend on
@@ -458,8 +458,11 @@ pub fn lock_outcome(
             free: Default::default(),
         },
     };
+    if pairs {
+        return pair_outcome(model, p, &d, units, work_ns, (cpus / 2).max(1));
+    }
     let params = ZoneLockParams {
-        work_ns_per_page: work_per_unit,
+        work_ns_per_page: work_ns,
         ..*p
     };
     let pred = model.predict_loop(
@@ -474,23 +477,92 @@ pub fn lock_outcome(
     let refills = d.refills() as f64;
     let drains = d.drains() as f64;
     let u = units as f64;
-    let side_r = refills * (z.refill_hold_ns + z.refill_wait_ns);
-    let side_f = drains * (z.free_hold_ns + z.free_wait_ns);
     let wait = refills * z.refill_wait_ns + drains * z.free_wait_ns;
-    let (t, cpu_time) = if pairs {
-        let t = (u * work_ns + side_r).max(u * work_ns + side_f);
-        // Busy time: both sides' work, holds and spinning; the faster side's wait for its
-        // partner is sleep, which perf's cycles event does not sample.
-        (t, 2.0 * u * work_ns + side_r + side_f)
-    } else {
-        let t = u * work_ns + side_r + side_f;
-        (t, t)
-    };
+    let hold = refills * z.refill_hold_ns + drains * z.free_hold_ns;
+    let t = u * work_ns + hold + wait;
     Ok(LockOutcome {
         ns_per_unit: t / u,
-        contention: if cpu_time > 0.0 { wait / cpu_time } else { 0.0 },
+        contention: if t > 0.0 { wait / t } else { 0.0 },
         utilisation: z.lock_utilisation,
+        hold_ns_per_unit: hold / u,
+        refill_drain_hold_ns: (z.refill_hold_ns, z.free_hold_ns),
     })
+}
+
+/// Iterations of [`pair_outcome`]'s fixed point (it converges in a few dozen).
+const PAIR_ITERATIONS: usize = 500;
+
+/// The zone->lock outcome of `pairs` writer/reader pairs moving the flow of `d` (`units` work
+/// units, `work_ns` of work per unit on each side): the writers are `pairs` CPUs that only
+/// refill, the readers `pairs` CPUs that only drain (dedicated classes of the lock queue,
+/// [`ZoneLockModel::queue_pairs`]). A pair moves at the pace of its slower side; the faster
+/// side sleeps while it waits for its partner (a writer blocked on a full socket buffer, a
+/// reader on an empty one), so its think time between lock requests is its work and that
+/// sleep: per unit `t = work + max(side_r, side_f)` with `side = holds x (hold + wait)`, and a
+/// side's think per request `(t - side) / holds`. Solved as a damped fixed point in `t`.
+fn pair_outcome(
+    model: &ZoneLockModel,
+    p: &ZoneLockParams,
+    d: &BatchDynamics,
+    units: u64,
+    work_ns: f64,
+    pairs: u32,
+) -> Result<LockOutcome> {
+    let u = units as f64;
+    let r = d.refills() as f64 / u;
+    let f = d.drains() as f64 / u;
+    let params = ZoneLockParams {
+        work_ns_per_page: work_ns,
+        ..*p
+    };
+    // A think time must be positive even for a side with no work.
+    let floor = 1e-3 * work_ns.max(1.0);
+    let think = |visits: f64, t: f64, side: f64| {
+        if visits > 0.0 {
+            ((t - side) / visits).max(floor)
+        } else {
+            floor
+        }
+    };
+    let (mut zr, mut zf) = (think(r, work_ns, 0.0), think(f, work_ns, 0.0));
+    let mut out = LockOutcome {
+        ns_per_unit: work_ns,
+        contention: 0.0,
+        utilisation: 0.0,
+        hold_ns_per_unit: 0.0,
+        refill_drain_hold_ns: (0.0, 0.0),
+    };
+    for _ in 0..PAIR_ITERATIONS {
+        let Some((q, _)) = model.queue_pairs(&params, pairs, d, zr, zf)? else {
+            return Ok(out);
+        };
+        let sol = q.solve()?;
+        let class = |name: &str| {
+            sol.classes
+                .iter()
+                .find(|c| c.name == name)
+                .map_or((0.0, 0.0), |c| (c.hold_ns_mean, c.wait_ns_mean))
+        };
+        let ((hr, wr), (hf, wf)) = (class("refill"), class("free"));
+        let (side_r, side_f) = (r * (hr + wr), f * (hf + wf));
+        let t = work_ns + side_r.max(side_f);
+        let wait = r * wr + f * wf;
+        let busy = 2.0 * work_ns + side_r + side_f;
+        let done = (t - out.ns_per_unit).abs() <= 1e-9 * t;
+        out = LockOutcome {
+            ns_per_unit: t,
+            contention: if busy > 0.0 { wait / busy } else { 0.0 },
+            utilisation: sol.utilisation,
+            hold_ns_per_unit: r * hr + f * hf,
+            refill_drain_hold_ns: (hr, hf),
+        };
+        if done {
+            break;
+        }
+        zr = 0.5 * zr + 0.5 * think(r, t, side_r);
+        zf = 0.5 * zf + 0.5 * think(f, t, side_f);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -567,5 +639,198 @@ mod tests {
             mixed.ns_per_unit > coarse.ns_per_unit,
             "{mixed:?} {coarse:?}"
         );
+    }
+
+    /// A seeded discrete-event simulation of `pairs` writer/reader pairs on one FIFO lock:
+    /// per unit the writer refills with probability `r` (hold `hr`) and works `w`, then
+    /// queues the unit on a socket of `cap` units (sleeping while it is full); the reader
+    /// takes a unit (sleeping while there is none), works `w / 2`, drains once (`hf`), works
+    /// `w / 2` and drains `f - 1` more times back to back (lmbench's frees: the 32 KiB frag
+    /// after the first skb, the rest after the second). Returns (ns per unit of one pair,
+    /// contention over busy time).
+    fn simulate_pairs(pairs: usize, w: f64, r: f64, hr: f64, f: u32, hf: f64) -> (f64, f64) {
+        use std::cmp::Reverse;
+        use std::collections::{BinaryHeap, VecDeque};
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+        enum Ev {
+            WriterStart(usize),
+            WriterDone(usize),
+            ReaderStart(usize),
+            ReaderDrain(usize, u32),
+            Release,
+        }
+        // What a CPU does once it holds the lock and its hold ends.
+        #[derive(Clone, Copy)]
+        enum Then {
+            WriterWork(usize),
+            ReaderNext(usize, u32),
+        }
+        let cap = 3;
+        let horizon = 4e8;
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut uniform = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut q: BinaryHeap<Reverse<(u64, u64, Ev)>> = BinaryHeap::new();
+        let mut n = 0u64;
+        let at = |t: f64| (t * 16.0) as u64; // 1/16 ns ticks keep the heap's order exact
+        let mut push = |q: &mut BinaryHeap<_>, t: f64, e: Ev| {
+            n += 1;
+            q.push(Reverse((at(t), n, e)));
+        };
+        let mut lock_busy = false;
+        let mut waiting: VecDeque<(f64, f64, Then)> = VecDeque::new();
+        let mut holding: Option<(f64, Then)> = None;
+        let (mut spin, mut busy) = (0.0, 0.0);
+        let mut buf = vec![0u32; pairs];
+        let (mut w_blocked, mut r_idle) = (vec![false; pairs], vec![false; pairs]);
+        let mut units = 0u64;
+        for i in 0..pairs {
+            push(&mut q, uniform() * w, Ev::WriterStart(i));
+            push(&mut q, uniform() * w, Ev::ReaderStart(i));
+        }
+        while let Some(Reverse((tick, _, ev))) = q.pop() {
+            let now = tick as f64 / 16.0;
+            if now > horizon {
+                break;
+            }
+            // A request for the lock: hold it now, or queue behind the others.
+            let mut acquire = |q: &mut BinaryHeap<_>, hold: f64, then: Then| {
+                if lock_busy {
+                    waiting.push_back((now, hold, then));
+                } else {
+                    lock_busy = true;
+                    holding = Some((hold, then));
+                    push(q, now + hold, Ev::Release);
+                }
+            };
+            match ev {
+                Ev::WriterStart(i) => {
+                    if buf[i] >= cap {
+                        w_blocked[i] = true;
+                    } else if uniform() < r {
+                        acquire(&mut q, hr, Then::WriterWork(i));
+                    } else {
+                        busy += w;
+                        push(&mut q, now + w, Ev::WriterDone(i));
+                    }
+                }
+                Ev::WriterDone(i) => {
+                    buf[i] += 1;
+                    units += 1;
+                    if r_idle[i] {
+                        r_idle[i] = false;
+                        push(&mut q, now, Ev::ReaderStart(i));
+                    }
+                    push(&mut q, now, Ev::WriterStart(i));
+                }
+                Ev::ReaderStart(i) => {
+                    if buf[i] == 0 {
+                        r_idle[i] = true;
+                    } else {
+                        buf[i] -= 1;
+                        if w_blocked[i] {
+                            w_blocked[i] = false;
+                            push(&mut q, now, Ev::WriterStart(i));
+                        }
+                        busy += w / 2.0;
+                        push(&mut q, now + w / 2.0, Ev::ReaderDrain(i, 0));
+                    }
+                }
+                Ev::ReaderDrain(i, k) => acquire(&mut q, hf, Then::ReaderNext(i, k + 1)),
+                Ev::Release => {
+                    let (hold, then) = holding.take().expect("a hold was running");
+                    busy += hold;
+                    if let Some((since, h, t)) = waiting.pop_front() {
+                        spin += now - since;
+                        holding = Some((h, t));
+                        push(&mut q, now + h, Ev::Release);
+                    } else {
+                        lock_busy = false;
+                    }
+                    match then {
+                        Then::WriterWork(i) => {
+                            busy += w;
+                            push(&mut q, now + w, Ev::WriterDone(i));
+                        }
+                        Then::ReaderNext(i, 1) => {
+                            busy += w / 2.0;
+                            let next = if f > 1 {
+                                Ev::ReaderDrain(i, 1)
+                            } else {
+                                Ev::ReaderStart(i)
+                            };
+                            push(&mut q, now + w / 2.0, next);
+                        }
+                        Then::ReaderNext(i, k) if k < f => push(&mut q, now, Ev::ReaderDrain(i, k)),
+                        Then::ReaderNext(i, _) => push(&mut q, now, Ev::ReaderStart(i)),
+                    }
+                }
+            }
+        }
+        let per_pair = units as f64 / pairs as f64;
+        (horizon / per_pair, spin / (busy + spin))
+    }
+
+    /// The pairs' lock outcome against the simulation of the same pairs (the model's mean
+    /// holds, lmbench's flow on 6.6: 3 drains and about 0.26 refills per 64 KiB write, 8
+    /// pairs), at lock utilisations from 0.55 to 1: within 5 % in time per write and 0.03 in
+    /// contention (measured 0.2-4 % and at most 0.02 when written; the gap is the queue's
+    /// exponential think times against the simulation's fixed work and the dedicated-class
+    /// approximation, about 5 % at 10-16 CPUs by crate::model::lock's survey). Time per write
+    /// never beats the lock's capacity (8 pairs x their holds per write) and comes within 5 %
+    /// of it once the lock saturates.
+    #[test]
+    fn pairs_on_one_lock_match_a_simulation_and_respect_the_lock_capacity() {
+        let m = Machine::builtin("icelake-server").unwrap();
+        let mut model = ZoneLockModel::new(&m, KernelVersion::new(6, 6)).unwrap();
+        crate::workload::kinds::alloc_loop::with_code_hold(&mut model);
+        let p = crate::model::zonelock::ZoneLockParams {
+            fixed_ns: 0.0,
+            lines_per_page: 0.5,
+            work_ns_per_page: 1.0,
+        };
+        let tally = run(&[3, 2, 1, 0], SeriesState::Base);
+        let u = tally.work_units as f64;
+        let r = tally.refill.iter().map(|&(_, n)| n as f64).sum::<f64>() / u;
+        let f = tally.drain.iter().map(|&(_, n)| n as f64).sum::<f64>() / u;
+        assert!((f - 3.0).abs() < 1e-3 && r > 0.2 && r < 0.3, "{r} {f}");
+        let mut last_gap = f64::NEG_INFINITY;
+        for work in [3_000.0, 5_000.0, 10_000.0, 30_000.0] {
+            let load = ZoneLoad {
+                cpus: 16,
+                work_ns: work,
+                pairs: true,
+                share: 0.5,
+                order: 3,
+            };
+            let o = lock_outcome(&model, &p, &tally, &load).unwrap();
+            let capacity = 8.0 * o.hold_ns_per_unit;
+            assert!(o.ns_per_unit >= capacity * (1.0 - 1e-9), "{work}: {o:?}");
+            assert!(
+                o.ns_per_unit >= work + 3.0 * o.refill_drain_hold_ns.1,
+                "{o:?}"
+            );
+            assert!((0.0..1.0).contains(&o.contention), "{o:?}");
+            let gap = o.ns_per_unit / capacity - 1.0;
+            if work <= 5_000.0 {
+                assert!(gap < 0.05, "{work}: {gap} {o:?}");
+            }
+            assert!(
+                gap >= last_gap - 1e-12,
+                "capacity gap shrinks as work grows: {gap}"
+            );
+            last_gap = gap;
+            let (hr, hf) = o.refill_drain_hold_ns;
+            let (t, c) = simulate_pairs(8, work, r, hr, 3, hf);
+            assert!(
+                (o.ns_per_unit / t - 1.0).abs() < 0.05,
+                "{work}: {o:?} sim {t} {c}"
+            );
+            assert!((o.contention - c).abs() < 0.03, "{work}: {o:?} sim {t} {c}");
+        }
     }
 }

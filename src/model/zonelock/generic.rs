@@ -458,16 +458,6 @@ impl ZoneLockModel {
             return Ok(None);
         }
         let order = dyn_.shape.order;
-        let mut refill_atoms = Vec::new();
-        let c2c = self.handover_c2c_ns(procs);
-        for &(pages, count) in &dyn_.refill {
-            for s in sources {
-                refill_atoms.push(HoldAtom {
-                    hold_ns: self.refill_hold_ns(p, pages, order, procs, c2c, s),
-                    weight: count as f64 * s.probability,
-                });
-            }
-        }
         let tot = (refills + drains) as f64;
         let mut classes = Vec::new();
         if refills > 0 {
@@ -482,26 +472,11 @@ impl ZoneLockModel {
                 }
             };
             classes.push(
-                HolderClass::new(
-                    "refill",
-                    think_refill,
-                    HoldDist::Discrete {
-                        atoms: refill_atoms,
-                    },
-                )
-                .with_share(ClassShare::Fraction(refills as f64 / tot)),
+                self.refill_class(p, procs, dyn_, sources, think_refill)
+                    .with_share(ClassShare::Fraction(refills as f64 / tot)),
             );
         }
         if drains > 0 {
-            let free_hold = HoldDist::from_pages(
-                &dyn_
-                    .free
-                    .iter()
-                    .map(|&(pages, count)| (pages, count as f64))
-                    .collect::<Vec<_>>(),
-                self.drain_fixed_ns(p, procs, sources),
-                self.free_ns_per_page(p, sources, order),
-            )?;
             let think_free = match rule {
                 ThinkRule::BlocksMoved => {
                     blocks(dyn_.mean_free_pages(), order) * (1.0 - share) * p.work_ns_per_page
@@ -520,7 +495,7 @@ impl ZoneLockModel {
                 1e-3 * p.work_ns_per_page.max(1.0)
             };
             classes.push(
-                HolderClass::new("free", think_free, free_hold)
+                self.free_class(p, procs, dyn_, sources, think_free)?
                     .with_share(ClassShare::Fraction(drains as f64 / tot)),
             );
         }
@@ -529,6 +504,93 @@ impl ZoneLockModel {
             classes,
             think: ThinkLaw::Exponential,
         }))
+    }
+
+    /// The refill class (`rmqueue_bulk()` holds of `dyn_`'s refill sizes, head lines from
+    /// `sources`) among `procs` tasks, thinking `think_ns` between requests.
+    fn refill_class(
+        &self,
+        p: &ZoneLockParams,
+        procs: u32,
+        dyn_: &BatchDynamics,
+        sources: &[LineSource],
+        think_ns: f64,
+    ) -> HolderClass {
+        let order = dyn_.shape.order;
+        let c2c = self.handover_c2c_ns(procs);
+        let mut atoms = Vec::new();
+        for &(pages, count) in &dyn_.refill {
+            for s in sources {
+                atoms.push(HoldAtom {
+                    hold_ns: self.refill_hold_ns(p, pages, order, procs, c2c, s),
+                    weight: count as f64 * s.probability,
+                });
+            }
+        }
+        HolderClass::new("refill", think_ns, HoldDist::Discrete { atoms })
+    }
+
+    /// The drain class (`free_pcppages_bulk()` holds of `dyn_`'s drain sizes) among `procs`
+    /// tasks, thinking `think_ns` between requests.
+    fn free_class(
+        &self,
+        p: &ZoneLockParams,
+        procs: u32,
+        dyn_: &BatchDynamics,
+        sources: &[LineSource],
+        think_ns: f64,
+    ) -> Result<HolderClass> {
+        let hold = HoldDist::from_pages(
+            &dyn_
+                .free
+                .iter()
+                .map(|&(pages, count)| (pages, count as f64))
+                .collect::<Vec<_>>(),
+            self.drain_fixed_ns(p, procs, sources),
+            self.free_ns_per_page(p, sources, dyn_.shape.order),
+        )?;
+        Ok(HolderClass::new("free", think_ns, hold))
+    }
+
+    /// The queue of `pairs` producer-consumer pairs on one zone: `pairs` CPUs only refill
+    /// (the writers), `pairs` only drain (the readers), each class thinking its given mean
+    /// between requests (dedicated classes, [`ClassShare::Cpus`]). A flow with no holds on
+    /// either side gives None; a side without holds leaves its CPUs out of the queue.
+    pub fn queue_pairs(
+        &self,
+        p: &ZoneLockParams,
+        pairs: u32,
+        dyn_: &BatchDynamics,
+        think_refill_ns: f64,
+        think_free_ns: f64,
+    ) -> Result<Option<(LockQueue, Vec<LineSource>)>> {
+        let procs = 2 * pairs.max(1);
+        let sources = refill_sources(&self.machine, procs, false);
+        let mut classes = Vec::new();
+        if dyn_.refills() > 0 {
+            classes.push(
+                self.refill_class(p, procs, dyn_, &sources, think_refill_ns)
+                    .with_share(ClassShare::Cpus(pairs)),
+            );
+        }
+        if dyn_.drains() > 0 {
+            classes.push(
+                self.free_class(p, procs, dyn_, &sources, think_free_ns)?
+                    .with_share(ClassShare::Cpus(pairs)),
+            );
+        }
+        if classes.is_empty() {
+            return Ok(None);
+        }
+        let n_cpus = pairs * classes.len() as u32;
+        Ok(Some((
+            LockQueue {
+                n_cpus,
+                classes,
+                think: ThinkLaw::Exponential,
+            },
+            sources,
+        )))
     }
 
     /// Mean core-to-core latency from one holder to the next among `procs` tasks (the
