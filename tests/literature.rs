@@ -75,6 +75,31 @@ fn kemi_wang_threshold_sweep_is_monotone_like_the_measurement() {
 }
 
 #[test]
+fn kemi_wang_ratios_are_the_authors_published_comparisons() {
+    // The author prints his changes against the "system by default" row of his v1 session:
+    // 394(-26.6%) at 32765, 369(-31.3%) at 65533, 342(-36.3%) with zone_statistics disabled.
+    // The ratio rows must be those comparisons (to the 0.05 % his rounding leaves), not ratios to
+    // a row of another session.
+    let t = literature::kemi_wang().expect("kemi wang");
+    let ratio = |threshold: &str| {
+        t.rows
+            .iter()
+            .find(|r| {
+                r.quantity == "ratio"
+                    && r.case
+                        .starts_with(&format!("88 threads, threshold {threshold} /"))
+            })
+            .map(|r| r.measured)
+            .unwrap_or_else(|| panic!("no ratio row for threshold {threshold}"))
+    };
+    for (threshold, published) in [("32765", -26.6), ("65533", -31.3), ("N/A", -36.3)] {
+        let change = 100.0 * (ratio(threshold) - 1.0);
+        assert!((change - published).abs() < 0.05, "{threshold}: {change}");
+    }
+    assert_eq!(t.rows.iter().filter(|r| r.quantity == "ratio").count(), 10);
+}
+
+#[test]
 fn huang_series_mechanisms() {
     use pcpmodel::model::autotune::SeriesState;
     use pcpmodel::validate::literature_huang::{kbuild, lmbench};
