@@ -570,6 +570,20 @@ mod tests {
     use super::*;
     use crate::hw::machine::Machine;
 
+    /// Ice Lake's zone->lock on 6.6 with the hold composed from the code, and the zone->lock
+    /// parameters the tests below share.
+    fn code_hold_model() -> (ZoneLockModel, crate::model::zonelock::ZoneLockParams) {
+        let m = Machine::builtin("icelake-server").unwrap();
+        let mut model = ZoneLockModel::new(&m, KernelVersion::new(6, 6)).unwrap();
+        crate::workload::kinds::alloc_loop::with_code_hold(&mut model);
+        let p = crate::model::zonelock::ZoneLockParams {
+            fixed_ns: 0.0,
+            lines_per_page: 0.5,
+            work_ns_per_page: 1.0,
+        };
+        (model, p)
+    }
+
     fn run(orders: &[u8], state: SeriesState) -> FlowTally {
         let m = Machine::builtin("icelake-server").unwrap();
         let model = ZoneLockModel::new(&m, state.kernel()).unwrap();
@@ -608,14 +622,7 @@ mod tests {
     /// order-3 blocks (more `__free_one_page()` calls).
     #[test]
     fn holds_are_charged_per_block() {
-        let m = Machine::builtin("icelake-server").unwrap();
-        let mut model = ZoneLockModel::new(&m, KernelVersion::new(6, 6)).unwrap();
-        crate::workload::kinds::alloc_loop::with_code_hold(&mut model);
-        let p = crate::model::zonelock::ZoneLockParams {
-            fixed_ns: 0.0,
-            lines_per_page: 0.5,
-            work_ns_per_page: 1.0,
-        };
+        let (model, p) = code_hold_model();
         let load = ZoneLoad {
             cpus: 16,
             work_ns: 5_000.0,
@@ -785,14 +792,7 @@ mod tests {
     /// of it once the lock saturates.
     #[test]
     fn pairs_on_one_lock_match_a_simulation_and_respect_the_lock_capacity() {
-        let m = Machine::builtin("icelake-server").unwrap();
-        let mut model = ZoneLockModel::new(&m, KernelVersion::new(6, 6)).unwrap();
-        crate::workload::kinds::alloc_loop::with_code_hold(&mut model);
-        let p = crate::model::zonelock::ZoneLockParams {
-            fixed_ns: 0.0,
-            lines_per_page: 0.5,
-            work_ns_per_page: 1.0,
-        };
+        let (model, p) = code_hold_model();
         let tally = run(&[3, 2, 1, 0], SeriesState::Base);
         let u = tally.work_units as f64;
         let r = tally.refill.iter().map(|&(_, n)| n as f64).sum::<f64>() / u;
