@@ -4,8 +4,8 @@
 //! # Model
 //! A pair moves blocks of `order` from its producer CPU (which refills its PCP list from the
 //! zone: `refill_holds_per_page` holds of `refill_pages` base pages) to its consumer CPU (which
-//! drains to the zone: `drain_holds_per_page` holds, `1 / drain_holds_per_page` pages each on
-//! average, free_high drains included). Those rates and sizes come from the PCP dynamics of the
+//! drains to the zone: `drain_holds_per_page` holds, ordinary drains and free_high drains each
+//! at its own rate and size). Those rates and sizes come from the PCP dynamics of the
 //! kernel ([`crate::model::pcp::dynamics`]); the holds from the zone->lock model with the hold
 //! composed from the code ([`crate::model::hold`], the drain side by
 //! [`crate::model::zonelock::ZoneLockModel::free_ns_per_page`]); the queue is the finite-source
@@ -18,9 +18,9 @@
 //! block with `P` pairs to that with one. One pair is therefore exactly the unqueued model.
 //!
 //! # Approximations
-//! - Drain sizes enter as their mean (holds are linear in pages, so the mean hold is exact;
-//!   the hold's variance, which the finite-source queue uses, is understated when free_high
-//!   drains mix with ordinary ones).
+//! - Each kind of drain (ordinary, free_high) enters at its mean size
+//!   ([`crate::model::pcp::Dynamics::drain_kinds`]; before stop 27 the two were one mean, which
+//!   understated the hold's variance that the finite-source queue uses); refills at theirs.
 //! - Each side of a pair waits for its own holds; the pair runs at the slower side's pace.
 //! - Pairs on other nodes use other zones: `P` counts the pairs of one node.
 
@@ -84,7 +84,11 @@ pub fn pair_queue(
     let d = dynamics;
     let tally = FlowTally {
         refill: side(d.refill_holds_per_page, d.refill_pages),
-        drain: side(d.drain_holds_per_page, 1.0 / d.drain_holds_per_page),
+        drain: d
+            .drain_kinds
+            .iter()
+            .flat_map(|&(holds_per_page, size)| side(holds_per_page, size))
+            .collect(),
         work_units: UNITS,
         ..FlowTally::default()
     };
@@ -166,12 +170,52 @@ mod tests {
         assert!(last > 2.0, "{last}");
     }
 
+    /// Drains of two sizes (ordinary and free_high) wait longer than drains of their mean size
+    /// moving the same pages in the same holds: the queue sees the holds' spread (a FIFO's
+    /// wait grows with the hold's second moment). Past saturation both give the lock's
+    /// capacity, so the comparison is made below it.
+    #[test]
+    fn a_mixture_of_drain_sizes_waits_longer_than_its_mean() {
+        let (z, p, d) = setup();
+        let size = d.drain_kinds[0].1;
+        // A tenth of the pages leave in drains 32 times as large as the rest's; the one-size
+        // flow moves the same pages in the same number of holds, all of the mean size.
+        let kinds = vec![(0.9 / size, size), (0.1 / (32.0 * size), 32.0 * size)];
+        let holds: f64 = kinds.iter().map(|k| k.0).sum();
+        let pages: f64 = kinds.iter().map(|k| k.0 * k.1).sum();
+        assert!((pages - 1.0).abs() < 1e-12);
+        let mut mix = d.clone();
+        mix.drain_holds_per_page = holds;
+        mix.drain_kinds = kinds;
+        let mut one = mix.clone();
+        one.drain_kinds = vec![(holds, 1.0 / holds)];
+        // 500 and 1000 ns of work per page put the 8 pairs' lock at about 0.7 and 0.4.
+        for work in [500.0, 1000.0] {
+            let (a, b) = (
+                pair_queue(&z, &p, &one, 3, work, 8).unwrap(),
+                pair_queue(&z, &p, &mix, 3, work, 8).unwrap(),
+            );
+            assert!(a.utilisation < 0.9, "below saturation: {a:?}");
+            // The lock carries the same time per page either way (a hold is linear in its
+            // pages, and pages and holds are the same), so the extra wait is the spread's.
+            assert!(
+                (b.utilisation / a.utilisation - 1.0).abs() < 0.05,
+                "{a:?} {b:?}"
+            );
+            assert!(
+                b.contention > a.contention && b.slowdown > a.slowdown,
+                "{a:?} {b:?}"
+            );
+        }
+    }
+
     /// A flow that never takes the lock is never slowed; bad inputs are errors, not NaN.
     #[test]
     fn no_holds_no_queue_and_bad_inputs_refused() {
         let (z, p, mut d) = setup();
         d.refill_holds_per_page = 0.0;
         d.drain_holds_per_page = 0.0;
+        d.drain_kinds.clear();
         assert_eq!(pair_queue(&z, &p, &d, 3, 500.0, 64).unwrap().slowdown, 1.0);
         assert!(pair_queue(&z, &p, &d, 3, f64::NAN, 2).is_err());
         assert!(pair_queue(&z, &p, &d, 3, 500.0, 0).is_err());

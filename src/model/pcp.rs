@@ -179,8 +179,12 @@ pub struct Dynamics {
     pub drain_pages: f64,
     /// Base pages moved per refill of the producer's list (R).
     pub refill_pages: f64,
-    /// zone->lock holds per base page on the free (drain) path.
+    /// zone->lock holds per base page on the free (drain) path: the sum over `drain_kinds`.
     pub drain_holds_per_page: f64,
+    /// The drains by kind, each (zone->lock holds per base page, base pages per hold): the
+    /// ordinary drains and, where free_high fires on part of the pages, its drains, whose sizes
+    /// differ (a lock queue needs the mixture, not only the mean).
+    pub drain_kinds: Vec<(f64, f64)>,
     /// zone->lock holds per base page on the alloc (refill) path.
     pub refill_holds_per_page: f64,
     /// Reuse distance distribution, base pages touched by the consumer between free and reuse.
@@ -295,6 +299,7 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
         drain_pages,
         refill_pages,
         drain_holds_per_page: holds_per_drain / drain_pages,
+        drain_kinds: vec![(holds_per_drain / drain_pages, drain_pages / holds_per_drain)],
         refill_holds_per_page: 1.0 / refill_pages,
         reuse,
         regime,
@@ -336,8 +341,18 @@ fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> D
     } else {
         0.0
     };
+    let drain_kinds = d
+        .drain_kinds
+        .iter()
+        .map(|&(holds_per_page, size)| ((1.0 - phi) * holds_per_page, size))
+        .chain(std::iter::once((
+            phi * holds_per_event / g,
+            g / holds_per_event,
+        )))
+        .collect();
     Dynamics {
         drain_holds_per_page: (1.0 - phi) * d.drain_holds_per_page + phi * holds_per_event / g,
+        drain_kinds,
         refill_holds_per_page: d.refill_holds_per_page + same_refill,
         reuse: ReuseDist { segments },
         regime: format!(
@@ -479,6 +494,15 @@ mod tests {
             0.75 * plain.drain_holds_per_page + 0.25 / 64.0,
             epsilon = 1e-12
         );
+        // The two kinds of drain keep their own sizes; together they are the mean's holds and
+        // drain every page once.
+        assert_eq!(d.drain_kinds.len(), 2, "{:?}", d.drain_kinds);
+        assert_relative_eq!(d.drain_kinds[1].1, 64.0);
+        assert_relative_eq!(d.drain_kinds[0].1, plain.drain_kinds[0].1);
+        let holds: f64 = d.drain_kinds.iter().map(|k| k.0).sum();
+        let pages: f64 = d.drain_kinds.iter().map(|k| k.0 * k.1).sum();
+        assert_relative_eq!(holds, d.drain_holds_per_page, epsilon = 1e-12);
+        assert_relative_eq!(pages, 1.0, epsilon = 1e-12);
         f.free_high_share = 1.5;
         assert!(dynamics(&f).is_err());
     }
