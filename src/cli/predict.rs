@@ -16,8 +16,8 @@ use super::args::{kernel_arg, PcpKnobArgs, PlacementArg};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Workloads are built-in names (models/workloads/*.toml: netperf-udp, netperf-udp-stream,
-netperf-tcp-stream, iperf3-tcp, lmbench-af-unix, memcg-netperf, memcg-netperf-cgroups,
-page-bench, page-fault1-64k, mmap-fill) or a path to a workload TOML file of the same schema. Every number of a workload file
+netperf-tcp-stream, iperf3-tcp, lmbench-af-unix, netperf-sctp-stream, memcg-netperf,
+memcg-netperf-cgroups, page-bench, page-fault1-64k, mmap-fill) or a path to a workload TOML file of the same schema. Every number of a workload file
 carries its source; the flags below override the file's values.
 
 Examples:

@@ -53,6 +53,7 @@ builtin_workloads!(
     "iperf3-tcp",
     "lmbench-af-unix",
     "kbuild-cgroups",
+    "netperf-sctp-stream",
 );
 
 /// Where a workload came from.
