@@ -40,6 +40,8 @@ const COVER: &str = "literature/huang_pcp_autotune_series_2023_cover_tables";
 const PROSE: &str = "literature/huang_pcp_series_2023_patch_changelog_prose_numbers";
 const KBUILD_MACHINE: &str = "sapphire-rapids-2s-224";
 const LMBENCH_MACHINE: &str = "icelake-server";
+/// The built-in workload of the cover tables' netperf SCTP_STREAM_MANY rows.
+const SCTP_WORKLOAD: &str = "netperf-sctp-stream";
 /// Tick phases a process flow is run at (their tallies are summed).
 const TICK_PHASES: u32 = 4;
 
@@ -138,9 +140,6 @@ pub fn lmbench(state: SeriesState) -> Result<StatePrediction> {
 pub fn sctp(state: SeriesState) -> Result<StatePrediction> {
     pairs_with(SCTP_WORKLOAD, state, 1.0)
 }
-
-/// The built-in workload of the cover tables' netperf SCTP_STREAM_MANY rows.
-const SCTP_WORKLOAD: &str = "netperf-sctp-stream";
 
 /// [`lmbench`] with the carried-over work per page scaled by `work_scale` (see [`kbuild_with`]).
 fn lmbench_with(state: SeriesState, work_scale: f64) -> Result<StatePrediction> {
@@ -347,7 +346,7 @@ pub fn huang_cover() -> Result<TableValidation> {
             Bench::Lmbench => &lm,
             Bench::Sctp => &sc,
         };
-        let mut sink = Sink::new(&mut rows, "literature-huang", c.is_kbuild);
+        let mut sink = Sink::new(&mut rows, "literature-huang", c.bench == Bench::Kbuild);
         let b = (c.state != SeriesState::Base).then_some(&preds[0]);
         sink.push(&c.case, &c.measured, &preds[idx(c.state)], b);
     }
@@ -390,7 +389,6 @@ impl Bench {
 /// One row of the cover tables whose state the model expresses, with its table's base row.
 struct CoverCase {
     bench: Bench,
-    is_kbuild: bool,
     state: SeriesState,
     case: String,
     measured: Measured,
@@ -434,7 +432,6 @@ fn cover_cases() -> Result<Vec<CoverCase>> {
         };
         out.push(CoverCase {
             bench: which,
-            is_kbuild,
             state,
             case: format!("{bench} {setup_short} {version} {}", cell(r, "kernel")),
             measured: Measured {
@@ -454,7 +451,7 @@ fn cover_cases() -> Result<Vec<CoverCase>> {
 pub fn cover_what_it_would_take() -> Result<Vec<String>> {
     let mut seen = [StateMeans::default(), StateMeans::default()];
     for c in cover_cases()?.iter().filter(|c| c.bench != Bench::Sctp) {
-        seen[usize::from(c.is_kbuild)].add(c.state, &c.measured);
+        seen[usize::from(c.bench == Bench::Kbuild)].add(c.state, &c.measured);
     }
     Ok(vec![
         what_it_would_take(false, &seen[0])?,
