@@ -215,8 +215,8 @@ fn what_it_would_take_is_a_note_never_a_row() {
     let notes = analysis("literature-huang");
     assert_eq!(
         notes.len(),
-        2,
-        "one note each for lmbench and kbuild: {notes:?}"
+        3,
+        "one note each for lmbench, kbuild and SCTP: {notes:?}"
     );
     let jordan = analysis("literature-jordan");
     assert_eq!(

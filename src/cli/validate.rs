@@ -63,7 +63,7 @@ pub struct Args {
     pub sensitivities: bool,
     /// Also say, for literature tables the model misses, what one decisive assumed input would
     /// have to be to match one measured number, and what the other rows then predict: Huang's
-    /// kbuild and lmbench (the work per page, to match the base contention), Jordan's
+    /// kbuild, lmbench and SCTP (the work per page, to match the base contention), Jordan's
     /// page_fault1 (the LRU lock's cycles per page, to match the 16-task speedup). An analysis
     /// for the reader, never applied to a row (seconds of extra work). Needs the literature
     /// tables (no --thread, or --thread literature).
@@ -143,7 +143,8 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             );
         };
         let pb = super::spinner(
-            "what it would take (Huang's kbuild and lmbench, Jordan's page_fault1)".to_string(),
+            "what it would take (Huang's kbuild, lmbench and SCTP, Jordan's page_fault1)"
+                .to_string(),
         );
         let n = pcpmodel::validate::literature_huang::cover_what_it_would_take();
         let j = pcpmodel::validate::literature::jordan_what_it_would_take();

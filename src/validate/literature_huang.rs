@@ -394,7 +394,7 @@ struct CoverCase {
     measured: Measured,
 }
 
-/// The cover tables' kbuild and lmbench UNIX rows the model expresses (the -j 112 run of v1
+/// The cover tables' kbuild, lmbench UNIX and netperf SCTP rows the model expresses (the -j 112 run of v1
 /// and other benchmarks have no workload here).
 fn cover_cases() -> Result<Vec<CoverCase>> {
     let table = csv_rows(COVER)?;
@@ -446,17 +446,21 @@ fn cover_cases() -> Result<Vec<CoverCase>> {
     Ok(out)
 }
 
-/// The `--what-it-would-take` notes of the cover table (lmbench, then kbuild): see
+/// The `--what-it-would-take` notes of the cover table (lmbench, kbuild, then SCTP): see
 /// `what_it_would_take`. Seconds of work, so not part of [`huang_cover`].
 pub fn cover_what_it_would_take() -> Result<Vec<String>> {
-    let mut seen = [StateMeans::default(), StateMeans::default()];
-    for c in cover_cases()?.iter().filter(|c| c.bench != Bench::Sctp) {
-        seen[usize::from(c.bench == Bench::Kbuild)].add(c.state, &c.measured);
+    const BENCHES: [Bench; 3] = [Bench::Lmbench, Bench::Kbuild, Bench::Sctp];
+    let mut seen: [StateMeans; 3] = Default::default();
+    for c in cover_cases()? {
+        if let Some(i) = BENCHES.iter().position(|b| *b == c.bench) {
+            seen[i].add(c.state, &c.measured);
+        }
     }
-    Ok(vec![
-        what_it_would_take(false, &seen[0])?,
-        what_it_would_take(true, &seen[1])?,
-    ])
+    BENCHES
+        .iter()
+        .zip(&seen)
+        .map(|(b, m)| what_it_would_take(*b, m))
+        .collect()
 }
 
 /// A running mean (NaN while empty).
@@ -514,35 +518,35 @@ const SCALE_RANGE: (f64, f64) = (1.0 / 16.0, 4.0);
 /// predict against the table. An analysis for the reader, never applied to a prediction: if
 /// the other states then agree, the assumed work is the likely culprit; if not, the model
 /// lacks a mechanism.
-fn what_it_would_take(is_kbuild: bool, seen: &StateMeans) -> Result<String> {
-    let run = |st: SeriesState, k: f64| {
-        if is_kbuild {
-            kbuild_with(st, k)
-        } else {
-            lmbench_with(st, k)
-        }
+fn what_it_would_take(bench: Bench, seen: &StateMeans) -> Result<String> {
+    let is_kbuild = bench == Bench::Kbuild;
+    let run = |st: SeriesState, k: f64| match bench {
+        Bench::Kbuild => kbuild_with(st, k),
+        Bench::Lmbench => lmbench_with(st, k),
+        Bench::Sctp => pairs_with(SCTP_WORKLOAD, st, k),
     };
-    let (name, mid) = if is_kbuild {
-        ("kbuild", "patch5")
-    } else {
-        ("lmbench", "patch3/patch5")
+    let (name, mid) = match bench {
+        Bench::Kbuild => ("kbuild", "patch5"),
+        Bench::Lmbench => ("lmbench", "patch3/patch5"),
+        Bench::Sctp => ("SCTP", "patch3/patch5"),
     };
+    let range = SCALE_RANGE;
     let f = |x: f64| crate::output::report::sig(x, 3);
     let (base_c, _) = seen.mean(SeriesState::Base);
     let k = breakeven(
         |k| Ok(100.0 * run(SeriesState::Base, k)?.contention),
         base_c,
-        SCALE_RANGE.0,
-        SCALE_RANGE.1,
+        range.0,
+        range.1,
     )?;
     let Some(k) = k else {
-        let lo = run(SeriesState::Base, SCALE_RANGE.0)?;
+        let lo = run(SeriesState::Base, range.0)?;
         return Ok(format!(
             "what it would take ({name}, an analysis, not applied): no work per page between {} and {} x the assumed reaches the measured base contention {} % (at {} x: {} %): a wrong work per page alone does not explain the table",
-            f(SCALE_RANGE.0),
-            f(SCALE_RANGE.1),
+            f(range.0),
+            f(range.1),
             f(base_c),
-            f(SCALE_RANGE.0),
+            f(range.0),
             f(100.0 * lo.contention)
         ));
     };
