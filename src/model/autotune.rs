@@ -535,7 +535,7 @@ fn pair_outcome(
         refill_drain_hold_ns: (0.0, 0.0),
     };
     for _ in 0..PAIR_ITERATIONS {
-        let Some((q, _)) = model.queue_pairs(&params, pairs, d, zr, zf)? else {
+        let Some(q) = model.queue_pairs(&params, pairs, d, zr, zf)? else {
             return Ok(out);
         };
         let sol = q.solve()?;

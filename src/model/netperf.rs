@@ -89,7 +89,7 @@ pub fn predict(h: &Hierarchy, flow: &Flow, p: &NetperfParams) -> Result<NetperfE
     // behind an inclusive LLC.
     let lock_ns = p.lock_lines_per_hold
         * h.c2c_ns
-        * (dynamics.drain_holds_per_page + dynamics.refill_holds_per_page);
+        * (dynamics.drain_holds_per_page() + dynamics.refill_holds_per_page);
     let ns = p.fixed_ns + access.total_ns + lock_ns;
     Ok(NetperfEstimate {
         score: p.score_scale / ns,

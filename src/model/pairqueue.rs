@@ -4,7 +4,7 @@
 //! # Model
 //! A pair moves blocks of `order` from its producer CPU (which refills its PCP list from the
 //! zone: `refill_holds_per_page` holds of `refill_pages` base pages) to its consumer CPU (which
-//! drains to the zone: `drain_holds_per_page` holds, ordinary drains and free_high drains each
+//! drains to the zone: `drain_holds_per_page()` holds, ordinary drains and free_high drains each
 //! at its own rate and size). Those rates and sizes come from the PCP dynamics of the
 //! kernel ([`crate::model::pcp::dynamics`]); the holds from the zone->lock model with the hold
 //! composed from the code ([`crate::model::hold`], the drain side by
@@ -185,7 +185,6 @@ mod tests {
         let pages: f64 = kinds.iter().map(|k| k.0 * k.1).sum();
         assert!((pages - 1.0).abs() < 1e-12);
         let mut mix = d.clone();
-        mix.drain_holds_per_page = holds;
         mix.drain_kinds = kinds;
         let mut one = mix.clone();
         one.drain_kinds = vec![(holds, 1.0 / holds)];
@@ -214,7 +213,6 @@ mod tests {
     fn no_holds_no_queue_and_bad_inputs_refused() {
         let (z, p, mut d) = setup();
         d.refill_holds_per_page = 0.0;
-        d.drain_holds_per_page = 0.0;
         d.drain_kinds.clear();
         assert_eq!(pair_queue(&z, &p, &d, 3, 500.0, 64).unwrap().slowdown, 1.0);
         assert!(pair_queue(&z, &p, &d, 3, f64::NAN, 2).is_err());

@@ -179,8 +179,6 @@ pub struct Dynamics {
     pub drain_pages: f64,
     /// Base pages moved per refill of the producer's list (R).
     pub refill_pages: f64,
-    /// zone->lock holds per base page on the free (drain) path: the sum over `drain_kinds`.
-    pub drain_holds_per_page: f64,
     /// The drains by kind, each (zone->lock holds per base page, base pages per hold): the
     /// ordinary drains and, where free_high fires on part of the pages, its drains, whose sizes
     /// differ (a lock queue needs the mixture, not only the mean).
@@ -191,6 +189,13 @@ pub struct Dynamics {
     pub reuse: ReuseDist,
     /// Which rule applied, in words.
     pub regime: String,
+}
+
+impl Dynamics {
+    /// zone->lock holds per base page on the free (drain) path, over every kind of drain.
+    pub fn drain_holds_per_page(&self) -> f64 {
+        self.drain_kinds.iter().map(|k| k.0).sum()
+    }
 }
 
 /// Derives drain size, refill size, lock holds per page and the reuse distance of `flow`.
@@ -298,7 +303,6 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
     let d = Dynamics {
         drain_pages,
         refill_pages,
-        drain_holds_per_page: holds_per_drain / drain_pages,
         drain_kinds: vec![(holds_per_drain / drain_pages, drain_pages / holds_per_drain)],
         refill_holds_per_page: 1.0 / refill_pages,
         reuse,
@@ -351,7 +355,6 @@ fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> D
         )))
         .collect();
     Dynamics {
-        drain_holds_per_page: (1.0 - phi) * d.drain_holds_per_page + phi * holds_per_event / g,
         drain_kinds,
         refill_holds_per_page: d.refill_holds_per_page + same_refill,
         reuse: ReuseDist { segments },
@@ -421,7 +424,7 @@ mod tests {
         assert_relative_eq!(d.refill_pages, 56.0); // 7 order-3 pages
         assert_relative_eq!(d.drain_pages, 8.0);
         assert_eq!(d.reuse.range_pages(), (0.0, 112.0));
-        assert_relative_eq!(d.drain_holds_per_page, 1.0 / 8.0);
+        assert_relative_eq!(d.drain_holds_per_page(), 1.0 / 8.0);
     }
 
     #[test]
@@ -455,13 +458,13 @@ mod tests {
         f.consumer_allocs_per_free = 0.0;
         let d = dynamics(&f).unwrap();
         assert_relative_eq!(d.drain_pages, 2016.0);
-        assert_relative_eq!(d.drain_holds_per_page, 1.0 / 2016.0);
+        assert_relative_eq!(d.drain_holds_per_page(), 1.0 / 2016.0);
         f.scale_max = 0;
         assert_relative_eq!(dynamics(&f).unwrap().drain_pages, 63.0);
         f.kernel = KernelVersion::new(6, 19);
         f.scale_max = 5;
         let d = dynamics(&f).unwrap();
-        assert_relative_eq!(d.drain_holds_per_page, 32.0 / 2016.0);
+        assert_relative_eq!(d.drain_holds_per_page(), 32.0 / 2016.0);
     }
 
     #[test]
@@ -490,18 +493,15 @@ mod tests {
         assert_relative_eq!(w, 1.0, epsilon = 1e-12);
         assert!(d.reuse.mean_pages() < plain.reuse.mean_pages());
         assert_relative_eq!(
-            d.drain_holds_per_page,
-            0.75 * plain.drain_holds_per_page + 0.25 / 64.0,
+            d.drain_holds_per_page(),
+            0.75 * plain.drain_holds_per_page() + 0.25 / 64.0,
             epsilon = 1e-12
         );
-        // The two kinds of drain keep their own sizes; together they are the mean's holds and
-        // drain every page once.
+        // The two kinds of drain keep their own sizes and together drain every page once.
         assert_eq!(d.drain_kinds.len(), 2, "{:?}", d.drain_kinds);
         assert_relative_eq!(d.drain_kinds[1].1, 64.0);
         assert_relative_eq!(d.drain_kinds[0].1, plain.drain_kinds[0].1);
-        let holds: f64 = d.drain_kinds.iter().map(|k| k.0).sum();
         let pages: f64 = d.drain_kinds.iter().map(|k| k.0 * k.1).sum();
-        assert_relative_eq!(holds, d.drain_holds_per_page, epsilon = 1e-12);
         assert_relative_eq!(pages, 1.0, epsilon = 1e-12);
         f.free_high_share = 1.5;
         assert!(dynamics(&f).is_err());

@@ -238,9 +238,9 @@ pub fn kemi_wang() -> Result<TableValidation> {
         })?;
     let base_t = base_row
         .get("numa_counter_threshold")
-        .cloned()
-        .unwrap_or_default();
-    let base_th = base_t.trim().parse::<u32>().map_err(|_| {
+        .map_or("", |t| t.trim())
+        .to_string();
+    let base_th = base_t.parse::<u32>().map_err(|_| {
         Error::invalid(
             KEMI,
             "numa_counter_threshold",
@@ -278,11 +278,11 @@ pub fn kemi_wang() -> Result<TableValidation> {
                 e.cma_line_utilisation
             ),
         ));
-        if t.trim() != base_t.trim() {
+        if t.trim() != base_t {
             rows.push(ValidationRow::new(
                 "literature-kemiwang",
                 &model.machine,
-                format!("{case} / threshold {} (the author's base)", base_t.trim()),
+                format!("{case} / threshold {base_t} (the author's base)"),
                 "ratio",
                 m / reference_m,
                 e.cycles_per_page / reference.cycles_per_page,

@@ -563,7 +563,7 @@ impl ZoneLockModel {
         dyn_: &BatchDynamics,
         think_refill_ns: f64,
         think_free_ns: f64,
-    ) -> Result<Option<(LockQueue, Vec<LineSource>)>> {
+    ) -> Result<Option<LockQueue>> {
         let procs = 2 * pairs.max(1);
         let sources = refill_sources(&self.machine, procs, false);
         let mut classes = Vec::new();
@@ -583,14 +583,11 @@ impl ZoneLockModel {
             return Ok(None);
         }
         let n_cpus = pairs * classes.len() as u32;
-        Ok(Some((
-            LockQueue {
-                n_cpus,
-                classes,
-                think: ThinkLaw::Exponential,
-            },
-            sources,
-        )))
+        Ok(Some(LockQueue {
+            n_cpus,
+            classes,
+            think: ThinkLaw::Exponential,
+        }))
     }
 
     /// Mean core-to-core latency from one holder to the next among `procs` tasks (the
