@@ -239,3 +239,45 @@ fn what_it_would_take_is_a_note_never_a_row() {
         .failure()
         .stderr(predicates::str::contains("--thread literature"));
 }
+
+#[test]
+fn huang_counts_are_compared_as_each_benchmark_counts_them() {
+    // A build is fixed work: kbuild's count ratios are per page. netperf (-l) and lmbench
+    // (benchmp() calibrates to time) run for a fixed duration: a count ratio is the per-page
+    // ratio times the throughput ratio, so it carries the predicted perf ratio.
+    use pcpmodel::model::autotune::SeriesState;
+    use pcpmodel::validate::literature_huang::{huang_cover, kbuild, lmbench, sctp};
+    let t = huang_cover().expect("huang cover");
+    let row = |case: &str| {
+        t.rows
+            .iter()
+            .find(|r| r.case == case)
+            .unwrap_or_else(|| panic!("no row {case}"))
+            .predicted
+    };
+    let (b, p) = (
+        sctp(SeriesState::Base).unwrap(),
+        sctp(SeriesState::NoAutoTune).unwrap(),
+    );
+    let throughput = b.ns_per_unit / p.ns_per_unit;
+    let per_page = p.zone_alloc_per_unit / b.zone_alloc_per_unit;
+    // Same arithmetic on the same values: only rounding separates them.
+    let r = row("netperf_SCTP_STREAM_MANY 64 pairs v3 patch3 alloc_zone / before");
+    assert!((r / (per_page * throughput) - 1.0).abs() < 1e-9, "{r}");
+    let r = row("netperf_SCTP_STREAM_MANY 64 pairs v3 patch3 perf / before");
+    assert!((r / throughput - 1.0).abs() < 1e-9, "{r}");
+    let (b, p) = (
+        lmbench(SeriesState::Base).unwrap(),
+        lmbench(SeriesState::NoAutoTune).unwrap(),
+    );
+    let r = row("lmbench3_UNIX_AF_UNIX 16 pairs v3 patch3 free_high / before");
+    let want = p.free_high_per_unit / b.free_high_per_unit * b.ns_per_unit / p.ns_per_unit;
+    assert!((r / want - 1.0).abs() < 1e-9, "{r} vs {want}");
+    let (b, p) = (
+        kbuild(SeriesState::Base).unwrap(),
+        kbuild(SeriesState::NoAutoTune).unwrap(),
+    );
+    let r = row("kbuild 8 cgroups x make -j 28 v3 patch5 alloc_zone / before");
+    let want = p.zone_alloc_per_unit / b.zone_alloc_per_unit;
+    assert!((r / want - 1.0).abs() < 1e-9, "{r} vs {want}");
+}
