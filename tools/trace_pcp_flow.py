@@ -15,6 +15,7 @@ Ctrl-C and SIGTERM. Used for the lmbench-af-unix workload's af_unix_write_bytes 
 
   sudo python3 tools/trace_pcp_flow.py [--seconds 0.3] [--write-bytes 65536] [--json]
   sudo python3 tools/trace_pcp_flow.py -- gcc -O2 -c f.c      # any command instead
+  sudo python3 tools/trace_pcp_flow.py --runs --json -- make -j2  # with alloc/free runs per CPU and task
 """
 import argparse, collections, json, os, re, signal, subprocess, sys, tempfile
 
@@ -104,6 +105,49 @@ def ns_per_block(timed):
     return 1e9 * sum(t for _, b, t in timed if b >= 2) / gaps if gaps else None
 
 
+def runs_of(flags):
+    """Lengths of the runs of equal values in a sequence of booleans: (value, length) pairs."""
+    out = []
+    for f in flags:
+        if out and out[-1][0] == f:
+            out[-1][1] += 1
+        else:
+            out.append([f, 1])
+    return [(f, n) for f, n in out]
+
+
+def order0_runs(flags):
+    """Order-0 allocation (True) and free (False) runs of one CPU: counts, mean lengths and the
+    pages in runs of at least 63 (a batch) and 2016 (batch << 5): what alloc_factor and free_count
+    see, since a free halves alloc_factor and an allocation halves free_count."""
+    r = runs_of(flags)
+    out = {}
+    for side, v in (("alloc", True), ("free", False)):
+        ls = [n for f, n in r if f == v]
+        pages = sum(ls)
+        out[side] = {"pages": pages, "runs": len(ls), "mean_run_pages": pages / len(ls) if ls else 0.0,
+                     "pages_in_runs_ge_63": sum(n for n in ls if n >= 63),
+                     "pages_in_runs_ge_2016": sum(n for n in ls if n >= 2016)}
+    return out
+
+
+def task_lives(tasks):
+    """Per task (comm, pid) with order-0 traffic: pages allocated, freed, and freed in its last
+    run of frees (at exit for a task that exits during the trace); summed over tasks by comm."""
+    by_comm = collections.defaultdict(lambda: collections.Counter())
+    for (comm, _pid), flags in tasks.items():
+        r = runs_of(flags)
+        last_free = r[-1][1] if r and not r[-1][0] else 0
+        c = by_comm[comm]
+        c["tasks"] += 1
+        c["alloc"] += sum(flags)
+        c["free"] += len(flags) - sum(flags)
+        c["free_last_run"] += last_free
+        c["alloc_runs"] += sum(1 for f, _ in r if f)
+        c["free_runs"] += sum(1 for f, _ in r if not f)
+    return {k: dict(v) for k, v in sorted(by_comm.items(), key=lambda kv: -kv[1]["alloc"])}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=0.3, help="run time (default 0.3 s)")
@@ -112,6 +156,9 @@ def main():
     ap.add_argument("--reader-cpu", type=int, default=1)
     ap.add_argument("--buffer-kb", type=int, default=200000, help="trace buffer per CPU (default 200000 KiB)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ap.add_argument("--runs", action="store_true",
+                    help="also report order-0 allocation and free runs per CPU and per task (a process's "
+                         "pages freed during its life and in its last run, its exit)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER,
                     help="after --: trace this command instead of the AF_UNIX pair (e.g. -- gcc -O2 -c f.c)")
     a = ap.parse_args()
@@ -173,11 +220,14 @@ def main():
     writes, nbytes = (int(x) for x in out.split())
     line = re.compile(r"^\s*(\S+)-(\d+)\s+\[(\d+)\].*?\s([\d.]+): (\w+): .*?pfn=0x[0-9a-f]+ order=(\d+)(.*)$")
     seq = collections.defaultdict(list)
+    tasks = collections.defaultdict(list)
     for l in text.splitlines():
         m = line.match(l)
         if m:
-            _, _, cpu, ts, ev, order, rest = m.groups()
+            comm, pid, cpu, ts, ev, order, rest = m.groups()
             seq[int(cpu)].append((ev, int(order), "percpu_refill=1" in rest, float(ts)))
+            if a.runs and int(order) == 0 and ev in ("mm_page_alloc", "mm_page_free"):
+                tasks[(comm, int(pid))].append(ev == "mm_page_alloc")
     def node_of(cpu):
         d = f"/sys/devices/system/cpu/cpu{cpu}"
         nodes = [n for n in os.listdir(d) if re.fullmatch(r"node\d+", n)] if os.path.isdir(d) else []
@@ -205,6 +255,11 @@ def main():
             "drain_ns_per_block": ns_per_block(drains_t),
             "refill_ns_per_block": ns_per_block(refills_t),
         }
+    if a.runs:
+        report["runs"] = {"cpus": {c: order0_runs([e[0] == "mm_page_alloc" for e in s
+                                                    if e[1] == 0 and e[0] in ("mm_page_alloc", "mm_page_free")])
+                                   for c, s in sorted(seq.items())},
+                          "tasks": task_lives(tasks)}
     if a.json:
         print(json.dumps(report, indent=1))
         return
