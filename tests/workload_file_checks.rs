@@ -269,3 +269,39 @@ fn the_readme_schema_example_loads() {
     let (code, err) = run(&readme[start..end]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// A life's frees (params.life_free_share, alloc_run_pages; stop 28) describe a task that frees
+/// its own pages in phases: without op.phase_pages nothing would read them, so they are refused
+/// with their line; a share of 1 leaves nothing for the exit; runs too fine to step are refused
+/// before any stepping (2^20 runs at most), not left to run for hours.
+#[test]
+fn a_life_needs_phases_a_share_below_one_and_steppable_runs() {
+    refused_at(
+        &with_params("life_free_share = { value = 0.5, source = \"assumed: x\" }"),
+        20,
+        "params.life_free_share",
+    );
+    let phased = MINIMAL.replace(
+        "[tasks]",
+        "phase_pages = { value = 100000000, source = \"assumed: x\" }\n[tasks]",
+    );
+    let err = refused_at(
+        &format!("{phased}[params]\nlife_free_share = {{ value = 1, source = \"assumed: x\" }}\n"),
+        21,
+        "params.life_free_share",
+    );
+    assert!(err.contains("0..=0.99"), "{err}");
+    let err = refused_at(
+        &format!(
+            "{phased}[params]\nlife_free_share = {{ value = 0.5, source = \"assumed: x\" }}\nalloc_run_pages = {{ value = 1, source = \"assumed: x\" }}\n"
+        ),
+        22,
+        "params.alloc_run_pages",
+    );
+    assert!(err.contains("1048576"), "{err}");
+    // Runs of a thousand pages over the same phase are 100 000 runs: fine.
+    let (code, err) = run(&format!(
+        "{phased}[params]\nlife_free_share = {{ value = 0.5, source = \"assumed: x\" }}\nalloc_run_pages = {{ value = 1000, source = \"assumed: x\" }}\n"
+    ));
+    assert_eq!(code, 0, "{err}");
+}

@@ -266,8 +266,13 @@ impl Clock {
 /// Processes run back to back on one CPU (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ProcessFlow {
-    /// Order-0 pages of a process's working set.
+    /// Order-0 pages a process allocates over its life.
     pub pages: u64,
+    /// Pages of those it frees while it runs (in runs after its allocation runs,
+    /// [`crate::model::zonelock::generic::Life`]); the rest at exit. 0: all at exit.
+    pub life_free_pages: u64,
+    /// Allocations per run between the life's frees (`pages`: one run).
+    pub alloc_run_pages: u64,
     /// Work per page, ns.
     pub work_ns: f64,
     /// Share of the work done while allocating (the rest while exiting).
@@ -297,23 +302,46 @@ impl ProcessFlow {
                 "need pages >= 1, work > 0 and a share in 0..=1",
             ));
         }
+        let runs = crate::model::zonelock::generic::Life {
+            pages: self.pages,
+            life_free_pages: self.life_free_pages,
+            alloc_run_pages: self.alloc_run_pages,
+        }
+        .runs()?;
         let per_process = self.pages as f64 * self.work_ns;
         let end = per_process * f64::from(self.processes.max(4));
         let mut c = Clock::new(self.tick_ns, self.tick_phase, end, 0.25)?;
+        // The work while allocating follows each allocation; the exit's share is spread over
+        // the pages freed at exit (the life's own frees take no work of their own).
         let da = self.share * self.work_ns;
-        let df = (1.0 - self.share) * self.work_ns;
+        let exit_pages = (self.pages - self.life_free_pages).max(1);
+        let df = (1.0 - self.share) * self.work_ns * self.pages as f64 / exit_pages as f64;
+        let last = runs.len() - 1;
         while c.t_ns < c.end_ns {
             let rec = c.recording();
             c.alloc(st, self.pgd_order)?;
-            for _ in 0..self.pages {
-                c.alloc(st, 0)?;
-                let held = st.count_pages;
-                c.advance(da, held, &mut [&mut *st])?;
-            }
-            for _ in 0..self.pages {
-                c.free(st, 0)?;
-                let held = st.count_pages;
-                c.advance(df, held, &mut [&mut *st])?;
+            for (i, &(a, f)) in runs.iter().enumerate() {
+                for _ in 0..a {
+                    c.alloc(st, 0)?;
+                    let held = st.count_pages;
+                    c.advance(da, held, &mut [&mut *st])?;
+                }
+                let (life, exit) = if i == last {
+                    (
+                        f - (self.pages - self.life_free_pages),
+                        self.pages - self.life_free_pages,
+                    )
+                } else {
+                    (f, 0)
+                };
+                for _ in 0..life {
+                    c.free(st, 0)?;
+                }
+                for _ in 0..exit {
+                    c.free(st, 0)?;
+                    let held = st.count_pages;
+                    c.advance(df, held, &mut [&mut *st])?;
+                }
             }
             c.free(st, self.pgd_order)?;
             if rec {

@@ -202,8 +202,10 @@ impl Registry {
                 .map_or(0, |i| i + 1);
             Error::parse(label, line, "kind", e.to_string())
         })?;
-        kind.check(&spec)
-            .and_then(|()| super::kind::check_fields(kind.as_ref(), &spec))
+        // Ranges and unread fields first: a value outside its range is named before anything
+        // the kind derives from it (a life_free_share of 1.5 once surfaced as too many runs).
+        super::kind::check_fields(kind.as_ref(), &spec)
+            .and_then(|()| kind.check(&spec))
             .map_err(|e| match e {
                 Error::Invalid { field, message, .. } => {
                     crate::hw::machine::locate_invalid(Error::invalid(label, field, message), text)

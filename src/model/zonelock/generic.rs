@@ -7,6 +7,11 @@
 //! warm-up and a recorded iteration with the kernel's own [`PcpState`] for the version:
 //! - [`Freeing::Phases`]`(P)`: `P` allocations, then `P` frees (thread 000's loop is this with
 //!   `P = pages_per_iteration`, order 0; it is computed by the same code).
+//! - [`Freeing::Lives`]: a life of `P` allocations in runs of `r`, each run followed by frees
+//!   of its share of the `L` pages freed during the life (`L·n/P` after the run that brings the
+//!   allocations to `n`), then the `P − L` left at its end (a process that frees while it runs,
+//!   then exits). With `L = 0` and `r = P` it is `Phases(P)`. A free halves `alloc_factor` and
+//!   an allocation `free_count` (6.7+), so the runs decide how far either climbs.
 //! - [`Freeing::Interleaved`]: `A` times (allocate, free) on the same CPU. Order-0 pages come
 //!   back from the PCP list: after the warm-up no hold is taken at all.
 //! - [`Freeing::Never`]: `A` allocations and no free (the pages are freed after the measured
@@ -64,6 +69,15 @@ pub const STEADY_ALLOCS: u64 = 1 << 20;
 pub enum Freeing {
     /// By the same CPU, in phases of this many allocations then as many frees.
     Phases(u64),
+    /// By the same CPU over a life of `pages` allocations (module docs).
+    Lives {
+        /// Allocations of one life.
+        pages: u64,
+        /// Pages freed during the life, in runs after the allocation runs.
+        life_free_pages: u64,
+        /// Allocations per run between the life's frees.
+        alloc_run_pages: u64,
+    },
     /// By the same CPU, each allocation freed before the next.
     Interleaved,
     /// Not during the measured interval.
@@ -83,7 +97,7 @@ impl LoopShape {
     /// Allocations per recorded iteration.
     pub fn allocs_per_iteration(&self) -> u64 {
         match self.freeing {
-            Freeing::Phases(p) => p,
+            Freeing::Phases(p) | Freeing::Lives { pages: p, .. } => p,
             Freeing::Interleaved | Freeing::Never => STEADY_ALLOCS,
         }
     }
@@ -91,7 +105,7 @@ impl LoopShape {
     /// Frees per recorded iteration.
     pub fn frees_per_iteration(&self) -> u64 {
         match self.freeing {
-            Freeing::Phases(p) => p,
+            Freeing::Phases(p) | Freeing::Lives { pages: p, .. } => p,
             Freeing::Interleaved => STEADY_ALLOCS,
             Freeing::Never => 0,
         }
@@ -266,6 +280,27 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
             };
             run_steps(&mut st, order, p, false, Some(&mut rf))?;
         }
+        Freeing::Lives {
+            pages,
+            life_free_pages,
+            alloc_run_pages,
+        } => {
+            let l = Life {
+                pages,
+                life_free_pages,
+                alloc_run_pages,
+            };
+            l.run(&mut st, order, None, None)?;
+            let mut ra = Recorder {
+                holds: &mut refill,
+                tally: &mut t.alloc,
+            };
+            let mut rf = Recorder {
+                holds: &mut free,
+                tally: &mut t.free,
+            };
+            l.run(&mut st, order, Some(&mut ra), Some(&mut rf))?;
+        }
         Freeing::Never => {
             run_steps(&mut st, order, a, true, None)?;
             let mut ra = Recorder {
@@ -279,6 +314,80 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
     refill.sort_unstable();
     free.sort_unstable();
     Ok((refill, free, t, st))
+}
+
+/// Most runs one life may have: each run is stepped through the pageset (a warm-up and a
+/// recorded life), so a million runs take about a second; finer lives than that are the
+/// `Interleaved` loop in all but name.
+pub const MAX_LIFE_RUNS: u64 = 1 << 20;
+
+/// One life of [`Freeing::Lives`]: the allocation runs and the frees after each, then the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Life {
+    /// Allocations of the life.
+    pub pages: u64,
+    /// Pages freed during it.
+    pub life_free_pages: u64,
+    /// Allocations per run.
+    pub alloc_run_pages: u64,
+}
+
+impl Life {
+    /// The life as runs `(allocations, frees after them)`, the last run's frees including the
+    /// pages left at the end: `L·n/P` pages freed once `n` are allocated (rounded down), so the
+    /// frees follow the allocations evenly and sum to `P`.
+    pub fn runs(&self) -> Result<Vec<(u64, u64)>> {
+        let (p, l, r) = (self.pages, self.life_free_pages, self.alloc_run_pages);
+        if p == 0 || r == 0 || l > p {
+            return Err(Error::invalid(
+                "process life",
+                "pages / life_free_pages / alloc_run_pages",
+                format!(
+                    "need pages >= 1, runs >= 1 page and life frees <= pages (got {p}, {l}, {r})"
+                ),
+            ));
+        }
+        if p.div_ceil(r) > MAX_LIFE_RUNS {
+            return Err(Error::invalid(
+                "process life",
+                "alloc_run_pages",
+                format!(
+                    "{p} pages in runs of {r} are {} runs, more than {MAX_LIFE_RUNS}: each run is stepped through the pageset; give longer runs",
+                    p.div_ceil(r)
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(p.div_ceil(r) as usize);
+        let (mut n, mut freed) = (0u64, 0u64);
+        while n < p {
+            let a = r.min(p - n);
+            n += a;
+            let target = (u128::from(l) * u128::from(n) / u128::from(p)) as u64;
+            out.push((a, target - freed));
+            freed = target;
+        }
+        if let Some(last) = out.last_mut() {
+            last.1 += p - freed;
+        }
+        Ok(out)
+    }
+
+    /// Steps `st` through one life, recording allocations into `ra` and frees into `rf`.
+    pub fn run(
+        &self,
+        st: &mut PcpState,
+        order: u8,
+        mut ra: Option<&mut Recorder<'_>>,
+        mut rf: Option<&mut Recorder<'_>>,
+    ) -> Result<()> {
+        for (a, f) in self.runs()? {
+            run_steps(st, order, a, true, ra.as_deref_mut())?;
+            if f > 0 {
+                run_steps(st, order, f, false, rf.as_deref_mut())?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Allocate-then-free pairs: a warm-up of `a` pairs, then `a` recorded. The state after a pair

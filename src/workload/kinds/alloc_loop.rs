@@ -349,7 +349,7 @@ fn fast_path_shift(
 }
 
 /// Valid ranges of the kind's `params` (checked when the file is read, with its line).
-const PARAM_RANGES: [(&str, crate::bounds::Range); 6] = [
+const PARAM_RANGES: [(&str, crate::bounds::Range); 8] = [
     (
         "probe_ns",
         crate::bounds::Range::real(
@@ -380,6 +380,26 @@ const PARAM_RANGES: [(&str, crate::bounds::Range); 6] = [
         crate::bounds::Range::int("a page order", 0.0, 10.0, "", "orders are 0..=10 (MAX_PAGE_ORDER)"),
     ),
     (
+        "life_free_share",
+        crate::bounds::Range::real(
+            "a share of a life's allocations",
+            0.0,
+            0.99,
+            "",
+            "the pages a task frees while it runs, over those it allocates in one phase (op.phase_pages); the rest are freed at its end; 1 would leave nothing for the end",
+        ),
+    ),
+    (
+        "alloc_run_pages",
+        crate::bounds::Range::int(
+            "pages",
+            1.0,
+            1_099_511_627_776.0,
+            "pages",
+            "allocations between two of a life's free runs; at least one page",
+        ),
+    ),
+    (
         "vmstat_interval_ms",
         crate::bounds::Range::real(
             "ms",
@@ -390,6 +410,35 @@ const PARAM_RANGES: [(&str, crate::bounds::Range); 6] = [
         ),
     ),
 ];
+
+/// A task that frees in phases of `pages`: `Freeing::Phases`, or `Freeing::Lives` when the
+/// file says it frees part of them while it runs (`params.life_free_share` > 0, in runs of
+/// `params.alloc_run_pages`, default the whole phase).
+pub fn life_or_phases(w: &WorkloadSpec, pages: u64) -> Result<Freeing> {
+    let share = w.param_or("life_free_share", 0.0);
+    if share <= 0.0 {
+        return Ok(Freeing::Phases(pages));
+    }
+    let run = w.param_or("alloc_run_pages", pages as f64).round().max(1.0) as u64;
+    let life = crate::model::zonelock::generic::Life {
+        pages,
+        life_free_pages: (share * pages as f64).round() as u64,
+        alloc_run_pages: run.min(pages),
+    };
+    life.runs().map_err(|e| match e {
+        Error::Invalid { message, .. } => Error::invalid(
+            format!("workload {}", w.name),
+            "params.alloc_run_pages",
+            message,
+        ),
+        other => other,
+    })?;
+    Ok(Freeing::Lives {
+        pages: life.pages,
+        life_free_pages: life.life_free_pages,
+        alloc_run_pages: life.alloc_run_pages,
+    })
+}
 
 /// Builds the zone->lock case of workload `w` on `machine` with `k`'s knobs.
 pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockCase> {
@@ -415,7 +464,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     let order = super::order(w, k);
     let freeing = match w.op.freed_by.value {
         FreedBy::Same => match &w.op.phase_pages {
-            Some(q) if q.value >= 1.0 => Freeing::Phases(q.value.round() as u64),
+            Some(q) if q.value >= 1.0 => life_or_phases(w, q.value.round() as u64)?,
             _ => Freeing::Interleaved,
         },
         FreedBy::Later => Freeing::Never,
@@ -797,6 +846,8 @@ impl Kind for AllocLoop {
             "lru_pages",
             "exit_pgd_order",
             "vmstat_interval_ms",
+            "life_free_share",
+            "alloc_run_pages",
         ])
     }
     /// The workload's reference kernel (its lock parameters and work come from there).
@@ -828,6 +879,22 @@ impl Kind for AllocLoop {
                 "op.freed_by",
                 "kind alloc-loop frees on the allocating CPU (same) or not at all (later)",
             ));
+        }
+        // A life's frees (params.life_free_share, alloc_run_pages) shape a task that frees its
+        // own pages in phases; elsewhere they would be read by nothing.
+        let phases = w.op.freed_by.value == FreedBy::Same
+            && w.op.phase_pages.as_ref().is_some_and(|q| q.value >= 1.0);
+        for key in ["life_free_share", "alloc_run_pages"] {
+            if w.params.contains_key(key) && !phases {
+                return Err(Error::invalid(
+                    format!("workload {}", w.name),
+                    format!("params.{key}"),
+                    "describes a task that frees its own pages in phases: it needs op.freed_by = \"same\" and op.phase_pages",
+                ));
+            }
+        }
+        if let Some(q) = w.op.phase_pages.as_ref().filter(|_| phases) {
+            life_or_phases(w, q.value.round() as u64)?;
         }
         super::require_every_page_freed(w)
     }
