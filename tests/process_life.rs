@@ -1,7 +1,8 @@
-//! A task that frees part of its pages while it runs (kind alloc-loop's `params.life_free_share`
-//! and `alloc_run_pages`, `Freeing::Lives`; measured for cc1 on the project's host): the life's
-//! runs add up, a life with no frees is the phase loop to the last bit, and the kernel's rules
-//! then keep `alloc_factor` low (a free halves it, 6.7+), so refills stay small.
+//! A task that frees part of its pages while it runs (kind alloc-loop's `params.life_free_share`,
+//! `alloc_run_pages`, `life_free_run_pages`, `Freeing::Lives`; measured for cc1 on the project's
+//! host, and held to the host kernel in tests/host_trace.rs): the life's runs add up, a life
+//! with no frees is the phase loop to the last bit, and the kernel's rules then keep
+//! `alloc_factor` low (a free halves it, 6.7+), so refills stay small.
 
 use pcpmodel::kernel::version::KernelVersion;
 use pcpmodel::model::autotune::{pageset, FlowTally, ProcessFlow, SeriesState};
@@ -17,6 +18,7 @@ fn a_life_frees_its_share_after_each_run_and_the_rest_at_the_end() {
         pages: 1000,
         life_free_pages: 650,
         alloc_run_pages: 225,
+        free_run_pages: 1,
     };
     let runs = life.runs().unwrap();
     // ceil(1000 / 225) = 5 runs of 225, 225, 225, 225 and 100 allocations.
@@ -36,6 +38,7 @@ fn a_life_frees_its_share_after_each_run_and_the_rest_at_the_end() {
         pages: 1000,
         life_free_pages: 0,
         alloc_run_pages: 1000,
+        free_run_pages: 1,
     };
     assert_eq!(none.runs().unwrap(), vec![(1000, 1000)]);
 }
@@ -47,6 +50,7 @@ fn impossible_lives_are_errors_not_hangs() {
             pages,
             life_free_pages,
             alloc_run_pages,
+            free_run_pages: 1,
         }
         .runs()
         .unwrap_err()
@@ -92,6 +96,7 @@ fn a_life_without_frees_is_the_phase_loop() {
                 pages: 16_384,
                 life_free_pages: 0,
                 alloc_run_pages: 16_384,
+                free_run_pages: 1,
             },
             over,
         );
@@ -105,9 +110,9 @@ fn a_life_without_frees_is_the_phase_loop() {
 fn frees_during_the_life_keep_refills_small_on_6_7_and_later() {
     // 6.10: each refill of an uninterrupted allocation phase doubles (alloc_factor++ up to
     // CONFIG_PCP_BATCH_SCALE_MAX = 5: 63, 126, ..., bounded by high - count - batch); any free
-    // halves alloc_factor. cc1's measured life (65 % freed while it runs, allocation runs of
-    // 225 pages) restarts the ramp every run, and the pages it freed are allocated again from
-    // the list: fewer pages come from the zone, in smaller refills. pcp->high is fixed at 2000
+    // halves alloc_factor. A life that frees 65 % while it runs, after allocation runs of 225
+    // pages, restarts the ramp every run, and the pages it freed are allocated again from the
+    // list: fewer pages come from the zone, in smaller refills. pcp->high is fixed at 2000
     // pages (high_min = high_max): auto-tuned, this machine's list would hold a whole life and
     // neither loop would refill at all.
     let k = KernelVersion::new(6, 10);
@@ -122,6 +127,7 @@ fn frees_during_the_life_keep_refills_small_on_6_7_and_later() {
             pages: 16_384,
             life_free_pages: 10_650,
             alloc_run_pages: 225,
+            free_run_pages: 1,
         },
         over,
     );
@@ -155,6 +161,7 @@ fn the_time_stepped_process_flow_follows_the_same_life() {
             pages: 16_384,
             life_free_pages,
             alloc_run_pages,
+            free_run_pages: 1,
             work_ns: 61_000.0,
             share: 0.99,
             pgd_order: 1,
@@ -167,10 +174,35 @@ fn the_time_stepped_process_flow_follows_the_same_life() {
         t.zone_alloc_pages as f64 / t.work_units as f64
     };
     let all_at_exit = run(0, 16_384);
-    let measured_life = run(10_650, 225);
-    // Every page but the few the list carries between lives is refilled.
+    let measured_life = run(10_650, 225); // 65 % freed, small runs (not cc1's: see host_trace)
+                                          // Every page but the few the list carries between lives is refilled.
     assert!(all_at_exit > 0.95, "{all_at_exit}");
     // Most of the 65 % freed while it runs come back from the list; a free run of about 146
     // pages on a list already near 6.6's high (a few hundred pages here) drains some of them.
     assert!(measured_life < 0.5, "{measured_life}");
+}
+
+#[test]
+fn frees_owed_are_freed_in_runs_of_the_given_size() {
+    // 650 of 1000 pages owed at 0.65 per page allocated, in runs of whole multiples of 300: after
+    // 225 allocations 146 are owed (none freed), after 450 292 (none), after 675 438 (300 freed),
+    // after 900 585 (285 owed: none), at the end 650 owed: 300 more, and the 400 left at exit.
+    let life = Life {
+        pages: 1000,
+        life_free_pages: 650,
+        alloc_run_pages: 225,
+        free_run_pages: 300,
+    };
+    let runs = life.runs().unwrap();
+    assert_eq!(
+        runs,
+        vec![
+            (225, 0),
+            (225, 0),
+            (225, 300),
+            (225, 0),
+            (100, 300 + 50 + 350)
+        ]
+    );
+    assert_eq!(runs.iter().map(|r| r.1).sum::<u64>(), 1000);
 }

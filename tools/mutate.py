@@ -226,6 +226,7 @@ RANGES = {
     "workload.params.clock_ghz": Range(0.1, 10.0, False, "GHz: no shipping CPU runs below 100 MHz or above 6.2 GHz; 10 GHz is generous", probes=[1e-300, 1e-310, 1e308]),
     "workload.params.lru_pages": Range(0, 1, False, "share of the pages that go through the LRU: 0..1", probes=[1.5, 1e12]),
     "workload.params.life_free_share": Range(0, 0.99, False, "share of a phase's pages a task frees while it runs: 0..0.99 (1 leaves nothing for its end; alloc-loop PARAM_RANGES)", probes=[1, 1.5, 1e12]),
+    "workload.params.life_free_run_pages": Range(1, 1e12, True, "a life's frees come in runs of whole multiples of this: a whole number >= 1", probes=[0, 1e13]),
     "workload.params.alloc_run_pages": Range(1, 1e12, True, "allocations between a life's free runs: a whole number >= 1 (the built-in kbuild phases of 16384 pages take any; a phase over 2^20 runs is refused)", probes=[0, 1e13]),
     "workload.params.consumer_allocs_per_free": Range(0, 1000, False, "allocations per free on the consumer CPU: a rate, 0..1000 (the kind's bound)", probes=[1e12]),
     "workload.params.free_run_pages": Range(0, 1e9, False, "mean run of frees with no allocation, pages: positive, at most 1e9 (the kind's bound)", lo_open=True, probes=[1e12]),

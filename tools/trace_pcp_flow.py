@@ -9,8 +9,8 @@ mm_page_alloc_zone_locked on, and prints per CPU: allocations and frees by order
 (mm_page_pcpu_drain runs, grouped into free_pcppages_bulk() calls), with pages per call.
 
 Needs root and tracefs. Every tracefs setting it changes (tracing_on, buffer_size_kb, the
-four events' enable, a tracefs mount it made) is restored on every exit path, including
-Ctrl-C and SIGTERM. Used for the lmbench-af-unix workload's af_unix_write_bytes provenance
+four events' enable, a tracefs mount it made) and vm.percpu_pagelist_high_fraction (with
+--high-fraction) is restored on every exit path, including Ctrl-C and SIGTERM. Used for the lmbench-af-unix workload's af_unix_write_bytes provenance
 (kernel 6.18: one page each of orders 3, 2, 1, 0 per 64 KiB write).
 
   sudo python3 tools/trace_pcp_flow.py [--seconds 0.3] [--write-bytes 65536] [--json]
@@ -20,6 +20,7 @@ Ctrl-C and SIGTERM. Used for the lmbench-af-unix workload's af_unix_write_bytes 
 import argparse, collections, json, os, re, signal, subprocess, sys, tempfile
 
 T = "/sys/kernel/tracing"
+SYSCTL = "/proc/sys/vm/percpu_pagelist_high_fraction"
 EVENTS = ["mm_page_alloc", "mm_page_free", "mm_page_pcpu_drain", "mm_page_alloc_zone_locked"]
 BW_C = r"""
 #define _GNU_SOURCE
@@ -126,6 +127,7 @@ def order0_runs(flags):
         ls = [n for f, n in r if f == v]
         pages = sum(ls)
         out[side] = {"pages": pages, "runs": len(ls), "mean_run_pages": pages / len(ls) if ls else 0.0,
+                     "weighted_run_pages": sum(n * n for n in ls) / pages if pages else 0.0,
                      "pages_in_runs_ge_63": sum(n for n in ls if n >= 63),
                      "pages_in_runs_ge_2016": sum(n for n in ls if n >= 2016)}
     return out
@@ -145,7 +147,19 @@ def task_lives(tasks):
         c["free_last_run"] += last_free
         c["alloc_runs"] += sum(1 for f, _ in r if f)
         c["free_runs"] += sum(1 for f, _ in r if not f)
-    return {k: dict(v) for k, v in sorted(by_comm.items(), key=lambda kv: -kv[1]["alloc"])}
+        # Sums of squared run lengths: over the sums of lengths they give the page-weighted mean
+        # run (the run the average page is in, which is what a list of limited size sees).
+        c["alloc_run_sq"] += sum(n * n for f, n in r if f)
+        life = r[:-1] if r and not r[-1][0] else r
+        c["life_free"] += sum(n for f, n in life if not f)
+        c["life_free_run_sq"] += sum(n * n for f, n in life if not f)
+    out = {}
+    for k, v in sorted(by_comm.items(), key=lambda kv: -kv[1]["alloc"]):
+        d = dict(v)
+        d["alloc_run_pages_weighted"] = v["alloc_run_sq"] / v["alloc"] if v["alloc"] else 0.0
+        d["life_free_run_pages_weighted"] = v["life_free_run_sq"] / v["life_free"] if v["life_free"] else 0.0
+        out[k] = d
+    return out
 
 
 def main():
@@ -156,6 +170,10 @@ def main():
     ap.add_argument("--reader-cpu", type=int, default=1)
     ap.add_argument("--buffer-kb", type=int, default=200000, help="trace buffer per CPU (default 200000 KiB)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ap.add_argument("--high-fraction", type=int, default=None,
+                    help="set vm.percpu_pagelist_high_fraction to this (0, or 8 and up) for the run and restore it "
+                         "after, on every exit path: a large value makes pcp->high small and fixed (4 x batch at least), "
+                         "as on a server with many CPUs per zone")
     ap.add_argument("--runs", action="store_true",
                     help="also report order-0 allocation and free runs per CPU and per task (a process's "
                          "pages freed during its life and in its last run, its exit)")
@@ -164,6 +182,8 @@ def main():
     a = ap.parse_args()
     if not (0 < a.seconds <= 60 and 0 < a.write_bytes <= 1 << 30):
         sys.exit("--seconds must be in (0, 60] and --write-bytes in (0, 1 GiB]")
+    if a.high_fraction is not None and not (a.high_fraction == 0 or 8 <= a.high_fraction <= 2**31 - 1):
+        sys.exit("--high-fraction must be 0 or 8..2^31-1 (the kernel refuses 1-7)")
     if os.geteuid() != 0:
         sys.exit("needs root (tracefs)")
     tmp = tempfile.mkdtemp(prefix="pcp-trace-")
@@ -177,6 +197,8 @@ def main():
         subprocess.run(["mount", "-t", "tracefs", "nodev", T], check=True)
         mounted = True
     saved = {"tracing_on": rd("tracing_on"), "buffer_size_kb": rd("buffer_size_kb").split()[0]}
+    with open(SYSCTL) as f:
+        saved_fraction = f.read().strip()
     saved_ev = {e: rd(f"events/kmem/{e}/enable") for e in EVENTS}
 
     def on_signal(signum, _frame):
@@ -185,6 +207,9 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     text, out = "", ""
     try:
+        if a.high_fraction is not None:
+            with open(SYSCTL, "w") as f:
+                f.write(str(a.high_fraction))
         wr("tracing_on", 0)
         wr("buffer_size_kb", a.buffer_kb)
         wr("trace", "")
@@ -208,6 +233,8 @@ def main():
         with open(os.path.join(T, "trace")) as f:
             text = f.read()
     finally:
+        with open(SYSCTL, "w") as f:
+            f.write(saved_fraction)
         wr("tracing_on", 0)
         for e in EVENTS:
             wr(f"events/kmem/{e}/enable", saved_ev[e])
@@ -239,6 +266,7 @@ def main():
               "seconds": a.seconds, "writer_cpu": a.writer_cpu, "reader_cpu": a.reader_cpu,
               "writer_node": node_of(a.writer_cpu), "wmem_default": wmem_default,
               "command": a.cmd, "kernel": os.uname().release, "overrun": overrun,
+              "high_fraction": a.high_fraction if a.high_fraction is not None else int(saved_fraction),
               "pagesets_before": before, "pagesets_after": after, "cpus": {}}
     for cpu, s in sorted(seq.items()):
         cnt = collections.Counter(f"{e[0]} order {e[1]}" for e in s)

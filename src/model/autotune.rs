@@ -273,6 +273,8 @@ pub struct ProcessFlow {
     pub life_free_pages: u64,
     /// Allocations per run between the life's frees (`pages`: one run).
     pub alloc_run_pages: u64,
+    /// The life's frees come in runs of whole multiples of this (1: whatever is owed).
+    pub free_run_pages: u64,
     /// Work per page, ns.
     pub work_ns: f64,
     /// Share of the work done while allocating (the rest while exiting).
@@ -306,6 +308,7 @@ impl ProcessFlow {
             pages: self.pages,
             life_free_pages: self.life_free_pages,
             alloc_run_pages: self.alloc_run_pages,
+            free_run_pages: self.free_run_pages,
         }
         .runs()?;
         let per_process = self.pages as f64 * self.work_ns;

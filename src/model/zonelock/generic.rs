@@ -7,10 +7,11 @@
 //! warm-up and a recorded iteration with the kernel's own [`PcpState`] for the version:
 //! - [`Freeing::Phases`]`(P)`: `P` allocations, then `P` frees (thread 000's loop is this with
 //!   `P = pages_per_iteration`, order 0; it is computed by the same code).
-//! - [`Freeing::Lives`]: a life of `P` allocations in runs of `r`, each run followed by frees
-//!   of its share of the `L` pages freed during the life (`L·n/P` after the run that brings the
-//!   allocations to `n`), then the `P − L` left at its end (a process that frees while it runs,
-//!   then exits). With `L = 0` and `r = P` it is `Phases(P)`. A free halves `alloc_factor` and
+//! - [`Freeing::Lives`]: a life of `P` allocations in runs of `r`; by the time `n` are allocated
+//!   `L·n/P` of the `L` pages freed during the life are owed, and they are freed after an
+//!   allocation run in runs of whole multiples of `f` pages (what is owed, rounded down to `f`);
+//!   at its end the rest (a process that frees while it runs, in bursts, then exits). With
+//!   `L = 0` and `r = P` it is `Phases(P)`. A free halves `alloc_factor` and
 //!   an allocation `free_count` (6.7+), so the runs decide how far either climbs.
 //! - [`Freeing::Interleaved`]: `A` times (allocate, free) on the same CPU. Order-0 pages come
 //!   back from the PCP list: after the warm-up no hold is taken at all.
@@ -77,6 +78,8 @@ pub enum Freeing {
         life_free_pages: u64,
         /// Allocations per run between the life's frees.
         alloc_run_pages: u64,
+        /// The life's frees come in runs of whole multiples of this many pages.
+        free_run_pages: u64,
     },
     /// By the same CPU, each allocation freed before the next.
     Interleaved,
@@ -284,11 +287,13 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
             pages,
             life_free_pages,
             alloc_run_pages,
+            free_run_pages,
         } => {
             let l = Life {
                 pages,
                 life_free_pages,
                 alloc_run_pages,
+                free_run_pages,
             };
             l.run(&mut st, order, None, None)?;
             let mut ra = Recorder {
@@ -330,20 +335,27 @@ pub struct Life {
     pub life_free_pages: u64,
     /// Allocations per run.
     pub alloc_run_pages: u64,
+    /// The life's frees come in runs of whole multiples of this (1: whatever is owed).
+    pub free_run_pages: u64,
 }
 
 impl Life {
     /// The life as runs `(allocations, frees after them)`, the last run's frees including the
-    /// pages left at the end: `L·n/P` pages freed once `n` are allocated (rounded down), so the
-    /// frees follow the allocations evenly and sum to `P`.
+    /// pages left at the end: once `n` pages are allocated `L·n/P` (rounded down) are owed, and
+    /// what is owed is freed in whole multiples of `f`; the frees sum to `P`.
     pub fn runs(&self) -> Result<Vec<(u64, u64)>> {
-        let (p, l, r) = (self.pages, self.life_free_pages, self.alloc_run_pages);
-        if p == 0 || r == 0 || l > p {
+        let (p, l, r, f) = (
+            self.pages,
+            self.life_free_pages,
+            self.alloc_run_pages,
+            self.free_run_pages,
+        );
+        if p == 0 || r == 0 || f == 0 || l > p {
             return Err(Error::invalid(
                 "process life",
-                "pages / life_free_pages / alloc_run_pages",
+                "pages / life_free_pages / alloc_run_pages / free_run_pages",
                 format!(
-                    "need pages >= 1, runs >= 1 page and life frees <= pages (got {p}, {l}, {r})"
+                    "need pages >= 1, runs >= 1 page and life frees <= pages (got {p}, {l}, {r}, {f})"
                 ),
             ));
         }
@@ -362,9 +374,10 @@ impl Life {
         while n < p {
             let a = r.min(p - n);
             n += a;
-            let target = (u128::from(l) * u128::from(n) / u128::from(p)) as u64;
-            out.push((a, target - freed));
-            freed = target;
+            let owed = (u128::from(l) * u128::from(n) / u128::from(p)) as u64 - freed;
+            let now = owed / f * f;
+            out.push((a, now));
+            freed += now;
         }
         if let Some(last) = out.last_mut() {
             last.1 += p - freed;

@@ -349,7 +349,7 @@ fn fast_path_shift(
 }
 
 /// Valid ranges of the kind's `params` (checked when the file is read, with its line).
-const PARAM_RANGES: [(&str, crate::bounds::Range); 8] = [
+const PARAM_RANGES: [(&str, crate::bounds::Range); 9] = [
     (
         "probe_ns",
         crate::bounds::Range::real(
@@ -400,6 +400,16 @@ const PARAM_RANGES: [(&str, crate::bounds::Range); 8] = [
         ),
     ),
     (
+        "life_free_run_pages",
+        crate::bounds::Range::int(
+            "pages",
+            1.0,
+            1_099_511_627_776.0,
+            "pages",
+            "a life's frees come in runs of whole multiples of this; at least one page",
+        ),
+    ),
+    (
         "vmstat_interval_ms",
         crate::bounds::Range::real(
             "ms",
@@ -412,18 +422,21 @@ const PARAM_RANGES: [(&str, crate::bounds::Range); 8] = [
 ];
 
 /// A task that frees in phases of `pages`: `Freeing::Phases`, or `Freeing::Lives` when the
-/// file says it frees part of them while it runs (`params.life_free_share` > 0, in runs of
-/// `params.alloc_run_pages`, default the whole phase).
+/// file says it frees part of them while it runs (`params.life_free_share` > 0; allocations in
+/// runs of `params.alloc_run_pages`, default the whole phase; frees in runs of whole multiples
+/// of `params.life_free_run_pages`, default 1: whatever is owed after each allocation run).
 pub fn life_or_phases(w: &WorkloadSpec, pages: u64) -> Result<Freeing> {
     let share = w.param_or("life_free_share", 0.0);
     if share <= 0.0 {
         return Ok(Freeing::Phases(pages));
     }
     let run = w.param_or("alloc_run_pages", pages as f64).round().max(1.0) as u64;
+    let free_run = w.param_or("life_free_run_pages", 1.0).round().max(1.0) as u64;
     let life = crate::model::zonelock::generic::Life {
         pages,
         life_free_pages: (share * pages as f64).round() as u64,
         alloc_run_pages: run.min(pages),
+        free_run_pages: free_run.min(pages),
     };
     life.runs().map_err(|e| match e {
         Error::Invalid { message, .. } => Error::invalid(
@@ -437,6 +450,7 @@ pub fn life_or_phases(w: &WorkloadSpec, pages: u64) -> Result<Freeing> {
         pages: life.pages,
         life_free_pages: life.life_free_pages,
         alloc_run_pages: life.alloc_run_pages,
+        free_run_pages: life.free_run_pages,
     })
 }
 
@@ -848,6 +862,7 @@ impl Kind for AllocLoop {
             "vmstat_interval_ms",
             "life_free_share",
             "alloc_run_pages",
+            "life_free_run_pages",
         ])
     }
     /// The workload's reference kernel (its lock parameters and work come from there).
@@ -884,7 +899,7 @@ impl Kind for AllocLoop {
         // own pages in phases; elsewhere they would be read by nothing.
         let phases = w.op.freed_by.value == FreedBy::Same
             && w.op.phase_pages.as_ref().is_some_and(|q| q.value >= 1.0);
-        for key in ["life_free_share", "alloc_run_pages"] {
+        for key in ["life_free_share", "alloc_run_pages", "life_free_run_pages"] {
             if w.params.contains_key(key) && !phases {
                 return Err(Error::invalid(
                     format!("workload {}", w.name),
