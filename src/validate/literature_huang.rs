@@ -108,24 +108,23 @@ fn kbuild_with(state: SeriesState, work_scale: f64) -> Result<StatePrediction> {
     let pages = w.op.phase_pages.as_ref().map_or(16_384.0, |q| q.value) as u64;
     let share = w.param_or("alloc_work_share", 0.99);
     // The process's life as the kind alloc-loop reads it (params.life_free_share,
-    // alloc_run_pages): all at exit unless the file says it frees while it runs.
-    let (life_free_pages, alloc_run_pages, free_run_pages) =
-        match crate::workload::kinds::alloc_loop::life_or_phases(&w, pages)? {
-            crate::model::zonelock::generic::Freeing::Lives {
-                life_free_pages,
-                alloc_run_pages,
-                free_run_pages,
-                ..
-            } => (life_free_pages, alloc_run_pages, free_run_pages),
-            _ => (0, pages, 1),
-        };
+    // alloc_run_pages, life_free_run_pages): all at exit unless the file says it frees while
+    // it runs.
+    let life = crate::workload::kinds::alloc_loop::life_or_phases(&w, pages)?
+        .life()
+        .unwrap_or(crate::model::zonelock::generic::Life {
+            pages,
+            life_free_pages: 0,
+            alloc_run_pages: pages,
+            free_run_pages: 1,
+        });
     let mut tally = FlowTally::default();
     for i in 0..TICK_PHASES {
         let flow = ProcessFlow {
             pages,
-            life_free_pages,
-            alloc_run_pages,
-            free_run_pages,
+            life_free_pages: life.life_free_pages,
+            alloc_run_pages: life.alloc_run_pages,
+            free_run_pages: life.free_run_pages,
             work_ns: work,
             share,
             pgd_order: w.param_or("exit_pgd_order", 1.0) as u8,

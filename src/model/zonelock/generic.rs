@@ -87,6 +87,26 @@ pub enum Freeing {
     Never,
 }
 
+impl Freeing {
+    /// The life of a [`Freeing::Lives`] loop (None for the other shapes).
+    pub fn life(&self) -> Option<Life> {
+        match *self {
+            Freeing::Lives {
+                pages,
+                life_free_pages,
+                alloc_run_pages,
+                free_run_pages,
+            } => Some(Life {
+                pages,
+                life_free_pages,
+                alloc_run_pages,
+                free_run_pages,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// One task's loop as the PCP state machine sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LoopShape {
