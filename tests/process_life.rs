@@ -206,3 +206,20 @@ fn frees_owed_are_freed_in_runs_of_the_given_size() {
     );
     assert_eq!(runs.iter().map(|r| r.1).sum::<u64>(), 1000);
 }
+
+#[test]
+fn predict_says_which_life_it_stepped() {
+    // A user reading `predict` sees the life the loop stepped, with the params it came from.
+    let out = assert_cmd::Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["predict", "--workload", "kbuild"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("each task's life: 16384 allocations in runs of 1400")
+            && text.contains("params.life_free_share"),
+        "{text}"
+    );
+}

@@ -560,6 +560,16 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     if let Some(n) = fast_note {
         params_source = format!("{params_source}; {n}");
     }
+    if let Some(l) = freeing.life() {
+        params_source = format!(
+            "{params_source}; each task's life: {} allocations in runs of {}, {} pages freed while it runs in runs of whole multiples of {}, {} at its end (params.life_free_share, alloc_run_pages, life_free_run_pages; crate::model::zonelock::generic::Life)",
+            l.pages,
+            l.alloc_run_pages,
+            l.life_free_pages,
+            l.free_run_pages,
+            l.pages - l.life_free_pages
+        );
+    }
     let lru_pages = if w.thread.as_deref() == Some("000") {
         0.0
     } else {
