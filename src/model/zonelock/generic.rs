@@ -405,6 +405,16 @@ impl Life {
         Ok(out)
     }
 
+    /// The loop shape of this life.
+    pub fn freeing(self) -> Freeing {
+        Freeing::Lives {
+            pages: self.pages,
+            life_free_pages: self.life_free_pages,
+            alloc_run_pages: self.alloc_run_pages,
+            free_run_pages: self.free_run_pages,
+        }
+    }
+
     /// Steps `st` through one life, recording allocations into `ra` and frees into `rf`.
     pub fn run(
         &self,

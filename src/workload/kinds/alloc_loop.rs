@@ -446,12 +446,7 @@ pub fn life_or_phases(w: &WorkloadSpec, pages: u64) -> Result<Freeing> {
         ),
         other => other,
     })?;
-    Ok(Freeing::Lives {
-        pages: life.pages,
-        life_free_pages: life.life_free_pages,
-        alloc_run_pages: life.alloc_run_pages,
-        free_run_pages: life.free_run_pages,
-    })
+    Ok(life.freeing())
 }
 
 /// Builds the zone->lock case of workload `w` on `machine` with `k`'s knobs.
@@ -905,8 +900,8 @@ impl Kind for AllocLoop {
                 "kind alloc-loop frees on the allocating CPU (same) or not at all (later)",
             ));
         }
-        // A life's frees (params.life_free_share, alloc_run_pages) shape a task that frees its
-        // own pages in phases; elsewhere they would be read by nothing.
+        // A life's frees (params.life_free_share, alloc_run_pages, life_free_run_pages) shape a
+        // task that frees its own pages in phases; elsewhere they would be read by nothing.
         let phases = w.op.freed_by.value == FreedBy::Same
             && w.op.phase_pages.as_ref().is_some_and(|q| q.value >= 1.0);
         for key in ["life_free_share", "alloc_run_pages", "life_free_run_pages"] {
