@@ -83,6 +83,38 @@ pub fn unix_stream_write_orders(len: u64, sndbuf: u64) -> Vec<u8> {
     orders
 }
 
+/// A DATA chunk's headers, `sizeof(struct sctp_chunkhdr) + sizeof(struct sctp_datahdr)`
+/// (include/linux/sctp.h), bytes.
+pub const SCTP_DATA_CHUNK_HEADER_BYTES: u64 = 16;
+/// `KMALLOC_MAX_CACHE_SIZE` with SLUB and 4 KiB pages (`1 << (PAGE_SHIFT + 1)`): a larger
+/// kmalloc() goes to the page allocator (`kmalloc_large()`), bytes.
+pub const KMALLOC_MAX_CACHE_SIZE: u64 = 2 * PAGE_SIZE;
+/// `SMP_CACHE_BYTES` on x86-64: `SKB_DATA_ALIGN()` rounds to it, bytes.
+pub const SMP_CACHE_BYTES: u64 = 64;
+
+/// The page order of the linear skb an SCTP DATA chunk of `payload` bytes is built in, or
+/// `None` when its head fits a kmalloc slab cache (no page allocation).
+///
+/// ```text
+/// _sctp_make_chunk()                     (net/sctp/sm_make_chunk.c)
+///   chunklen = SCTP_PAD4(sizeof(chunk header) + paylen)    paylen = sizeof(datahdr) + payload
+///   alloc_skb(chunklen)
+/// __alloc_skb() -> kmalloc_reserve()     (net/core/skbuff.c)
+///   SKB_DATA_ALIGN(size) + SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+///   > KMALLOC_MAX_CACHE_SIZE: kmalloc_large() -> alloc_pages(get_order(size))
+/// ```
+/// A 10 KiB send (lkp-tests' `send_size: 10K`) is order 2; netperf's default 16 KiB send
+/// (the socket's send buffer) is order 3.
+pub fn sctp_data_chunk_order(payload: u64) -> Option<u8> {
+    let chunk = (SCTP_DATA_CHUNK_HEADER_BYTES + payload).div_ceil(4) * 4;
+    let head = chunk.div_ceil(SMP_CACHE_BYTES) * SMP_CACHE_BYTES + SKB_SHARED_INFO_BYTES;
+    if head <= KMALLOC_MAX_CACHE_SIZE {
+        return None;
+    }
+    let pages = head.div_ceil(PAGE_SIZE);
+    Some(pages.next_power_of_two().trailing_zeros() as u8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +147,22 @@ mod tests {
         // Small writes fit the linear part: no page allocated.
         assert!(unix_stream_write_orders(3000, WMEM_DEFAULT).is_empty());
         assert!(unix_stream_write_orders(65536, 0).is_empty());
+    }
+
+    /// lkp-tests' 10 KiB send is a 10624-byte head (order 2); netperf's default 16 KiB send a
+    /// 16768-byte one (order 3, the workload file's derivation); a 4 KiB send stays in slab.
+    #[test]
+    fn sctp_chunk_heads_by_send_size() {
+        assert_eq!(sctp_data_chunk_order(10240), Some(2));
+        assert_eq!(sctp_data_chunk_order(16384), Some(3));
+        assert_eq!(sctp_data_chunk_order(4096), None);
+        // Past kmalloc-8k the head needs more than 8 KiB, so order 2 is the smallest order a
+        // chunk ever takes from the page allocator: the first payload out of slab is order 2.
+        let edge = (1..8192u64)
+            .rev()
+            .find(|&p| sctp_data_chunk_order(p).is_none())
+            .expect("some payload fits");
+        assert_eq!(sctp_data_chunk_order(edge + 1), Some(2));
+        assert_eq!(edge, 8192 - 320 - 16);
     }
 }
