@@ -11,8 +11,8 @@ fn literature_rows_are_blind_and_get_the_direction_right() {
     let tables = literature::all().expect("literature tables");
     assert_eq!(
         tables.len(),
-        7,
-        "Halbuer, Kemi Wang, Daniel Jordan, Huang (cover tables, prose), Dhama (sweep, multi-benchmark)"
+        8,
+        "Halbuer, Kemi Wang, Daniel Jordan, Huang (cover tables, prose), Dhama (sweep, multi-benchmark), the kernel test robot's SCTP runs"
     );
     let (mut n, mut dir) = (0, 0);
     for t in &tables {
@@ -280,4 +280,41 @@ fn huang_counts_are_compared_as_each_benchmark_counts_them() {
     let r = row("kbuild 8 cgroups x make -j 28 v3 patch5 alloc_zone / before");
     let want = p.zone_alloc_per_unit / b.zone_alloc_per_unit;
     assert!((r / want - 1.0).abs() < 1e-9, "{r} vs {want}");
+}
+
+/// The kernel test robot's SCTP runs (data/lkp): blind rows on the machine file of the same box.
+/// Per pair the model and the measurement both slow from 1 to 64 pairs (a shared zone->lock in
+/// the model); the note's CPU accounting is arithmetic on the table, checked to its printed
+/// digits: (100 - 70.26) % of 128 CPUs over 64 pairs is 0.595 busy CPUs per pair, and 2.128e9
+/// sends over 300 s and 64 pairs is 9.02 us per send per pair.
+#[test]
+fn lkp_sctp_rows_are_blind_and_the_note_is_the_tables_arithmetic() {
+    let t = pcpmodel::validate::literature_lkp::lkp_sctp().expect("lkp sctp");
+    assert_eq!(t.thread, "literature-lkp");
+    assert_eq!(t.rows.len(), 6, "{:#?}", t.rows);
+    assert!(t.free_params.is_empty());
+    assert!(t.rows.iter().all(|r| r.role == Role::Literature));
+    assert!(t
+        .rows
+        .iter()
+        .all(|r| r.predicted.is_finite() && r.predicted > 0.0));
+    let ratio = t
+        .rows
+        .iter()
+        .find(|r| r.quantity == "ratio")
+        .expect("64 / 1 pair row");
+    assert!(ratio.measured < 1.0 && ratio.predicted < 1.0, "{ratio:?}");
+    // A 10 KiB send is one order-2 block in the model: 4 pages, 1 allocation.
+    for r in t.rows.iter().filter(|r| r.quantity == "pages_per_send") {
+        assert_eq!(r.predicted, 4.0);
+        assert!((r.measured - 3.44).abs() < 0.005, "{r:?}");
+    }
+    let acct = t
+        .notes
+        .iter()
+        .find(|n| n.contains("CPU accounting"))
+        .expect("accounting note");
+    assert!(acct.contains("0.59 busy CPUs per pair"), "{acct}");
+    assert!(acct.contains("9.02 us per send per pair"), "{acct}");
+    assert!(acct.contains("3.14 us per send per pair"), "{acct}");
 }

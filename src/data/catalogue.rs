@@ -1,4 +1,5 @@
-//! The catalogue of compiled-in measurement tables (`data/*.csv`, `data/literature/*.csv`).
+//! The catalogue of compiled-in measurement tables (`data/*.csv`, `data/literature/*.csv`,
+//! `data/lkp/*.csv`).
 
 use super::{csv_error, reader};
 use crate::error::Result;
@@ -208,6 +209,11 @@ pub const TABLES: &[TableInfo] = &[
         "literature/nikhil_dhama_amd_2025_free_high_threshold_iperf3_sweep",
         "literature",
         "iperf3 score and free_high events vs the free_high trigger threshold (Nikhil Dhama 2025)"
+    ),
+    table!(
+        "lkp/lkp_netperf_sctp_stream_many_10k_icelake_2022",
+        "literature",
+        "kernel test robot: netperf SCTP_STREAM_MANY 10K sends on lkp-icl-2sp4 (2 x Xeon 8358), 1 and 64 pairs, parent kernels of two 2022 networking reports (independent checks, not from the literature folder)"
     ),
     table!(
         "literature/nviennot_core_to_core_latency_readme_summary",

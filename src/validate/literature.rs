@@ -533,6 +533,7 @@ pub fn all() -> Result<Vec<TableValidation>> {
         super::literature_huang::huang_prose()?,
         super::literature_dhama::dhama_sweep()?,
         super::literature_dhama::dhama_multi()?,
+        super::literature_lkp::lkp_sctp()?,
     ])
 }
 

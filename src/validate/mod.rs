@@ -14,6 +14,7 @@ use crate::error::Result;
 pub mod literature;
 pub mod literature_dhama;
 pub mod literature_huang;
+pub mod literature_lkp;
 pub mod t000;
 pub mod t001;
 pub mod t002;
