@@ -317,4 +317,18 @@ fn lkp_sctp_rows_are_blind_and_the_note_is_the_tables_arithmetic() {
     assert!(acct.contains("0.59 busy CPUs per pair"), "{acct}");
     assert!(acct.contains("9.02 us per send per pair"), "{acct}");
     assert!(acct.contains("3.14 us per send per pair"), "{acct}");
+    // A saturated lock's throughput is a ceiling: the note's factor is the measured over the
+    // predicted per-pair throughput of the same row, to its printed two decimals.
+    let row = t
+        .rows
+        .iter()
+        .find(|r| r.case.starts_with("64 pair(s), 10K") && r.quantity == "mbps_per_pair")
+        .expect("64-pair row");
+    let ceiling = t
+        .notes
+        .iter()
+        .find(|n| n.contains("a saturated lock is a ceiling"))
+        .expect("the model saturates at 64 pairs, so the ceiling note is there");
+    let factor = format!("{:.2}x that ceiling", row.measured / row.predicted);
+    assert!(ceiling.contains(&factor), "{factor}: {ceiling}");
 }
