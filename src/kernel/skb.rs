@@ -106,13 +106,21 @@ pub const SMP_CACHE_BYTES: u64 = 64;
 /// A 10 KiB send (lkp-tests' `send_size: 10K`) is order 2; netperf's default 16 KiB send
 /// (the socket's send buffer) is order 3.
 pub fn sctp_data_chunk_order(payload: u64) -> Option<u8> {
-    let chunk = (SCTP_DATA_CHUNK_HEADER_BYTES + payload).div_ceil(4) * 4;
-    let head = chunk.div_ceil(SMP_CACHE_BYTES) * SMP_CACHE_BYTES + SKB_SHARED_INFO_BYTES;
+    // Saturating: a payload near u64::MAX gives the largest order, not an overflow.
+    let chunk = SCTP_DATA_CHUNK_HEADER_BYTES
+        .saturating_add(payload)
+        .div_ceil(4)
+        .saturating_mul(4);
+    let head = chunk
+        .div_ceil(SMP_CACHE_BYTES)
+        .saturating_mul(SMP_CACHE_BYTES)
+        .saturating_add(SKB_SHARED_INFO_BYTES);
     if head <= KMALLOC_MAX_CACHE_SIZE {
         return None;
     }
+    // get_order(): the smallest order whose 2^order pages hold the head.
     let pages = head.div_ceil(PAGE_SIZE);
-    Some(pages.next_power_of_two().trailing_zeros() as u8)
+    Some((u64::BITS - (pages - 1).leading_zeros()) as u8)
 }
 
 #[cfg(test)]
@@ -164,5 +172,9 @@ mod tests {
             .expect("some payload fits");
         assert_eq!(sctp_data_chunk_order(edge + 1), Some(2));
         assert_eq!(edge, 8192 - 320 - 16);
+        // get_order() at the power-of-two edges, and no overflow at the top.
+        assert_eq!(sctp_data_chunk_order(4 * 4096 - 336), Some(2));
+        assert_eq!(sctp_data_chunk_order(4 * 4096 - 335), Some(3));
+        assert_eq!(sctp_data_chunk_order(u64::MAX), Some(52));
     }
 }
