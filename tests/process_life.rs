@@ -12,14 +12,18 @@ use pcpmodel::model::zonelock::ZoneLockModel;
 use pcpmodel::workload::NodeSpan;
 use pcpmodel::Machine;
 
+/// 1000 pages, 650 of them freed while it runs, after allocation runs of 225 pages; frees of
+/// whatever is owed.
+const LIFE_1000: Life = Life {
+    pages: 1000,
+    life_free_pages: 650,
+    alloc_run_pages: 225,
+    free_run_pages: 1,
+};
+
 #[test]
 fn a_life_frees_its_share_after_each_run_and_the_rest_at_the_end() {
-    let life = Life {
-        pages: 1000,
-        life_free_pages: 650,
-        alloc_run_pages: 225,
-        free_run_pages: 1,
-    };
+    let life = LIFE_1000;
     let runs = life.runs().unwrap();
     // ceil(1000 / 225) = 5 runs of 225, 225, 225, 225 and 100 allocations.
     assert_eq!(
@@ -34,12 +38,7 @@ fn a_life_frees_its_share_after_each_run_and_the_rest_at_the_end() {
     assert_eq!(runs[0].1 + runs[1].1, 292);
     assert_eq!(runs[4].1, 65 + 350);
     // No frees during the life: one run, every page freed at its end.
-    let none = Life {
-        pages: 1000,
-        life_free_pages: 0,
-        alloc_run_pages: 1000,
-        free_run_pages: 1,
-    };
+    let none = Life::at_exit(1000);
     assert_eq!(none.runs().unwrap(), vec![(1000, 1000)]);
 }
 
@@ -90,16 +89,7 @@ fn a_life_without_frees_is_the_phase_loop() {
     };
     for kernel in [KernelVersion::new(6, 6), KernelVersion::new(6, 10)] {
         let phases = dynamics(kernel, Freeing::Phases(16_384), over);
-        let life = dynamics(
-            kernel,
-            Freeing::Lives {
-                pages: 16_384,
-                life_free_pages: 0,
-                alloc_run_pages: 16_384,
-                free_run_pages: 1,
-            },
-            over,
-        );
+        let life = dynamics(kernel, Freeing::Lives(Life::at_exit(16_384)), over);
         assert!(!phases.refill.is_empty(), "{kernel}");
         assert_eq!(phases.refill, life.refill, "{kernel}");
         assert_eq!(phases.free, life.free, "{kernel}");
@@ -123,12 +113,12 @@ fn frees_during_the_life_keep_refills_small_on_6_7_and_later() {
     let phases = dynamics(k, Freeing::Phases(16_384), over);
     let life = dynamics(
         k,
-        Freeing::Lives {
+        Freeing::Lives(Life {
             pages: 16_384,
             life_free_pages: 10_650,
             alloc_run_pages: 225,
             free_run_pages: 1,
-        },
+        }),
         over,
     );
     let mean = |h: &[(u32, u64)]| {
@@ -158,10 +148,12 @@ fn the_time_stepped_process_flow_follows_the_same_life() {
     let m = model(KernelVersion::new(6, 6));
     let run = |life_free_pages, alloc_run_pages| {
         let flow = ProcessFlow {
-            pages: 16_384,
-            life_free_pages,
-            alloc_run_pages,
-            free_run_pages: 1,
+            life: Life {
+                pages: 16_384,
+                life_free_pages,
+                alloc_run_pages,
+                free_run_pages: 1,
+            },
             work_ns: 61_000.0,
             share: 0.99,
             pgd_order: 1,
@@ -174,8 +166,9 @@ fn the_time_stepped_process_flow_follows_the_same_life() {
         t.zone_alloc_pages as f64 / t.work_units as f64
     };
     let all_at_exit = run(0, 16_384);
-    let measured_life = run(10_650, 225); // 65 % freed, small runs (not cc1's: see host_trace)
-                                          // Every page but the few the list carries between lives is refilled.
+    // 65 % freed, in small runs (not cc1's: see host_trace).
+    let measured_life = run(10_650, 225);
+    // Every page but the few the list carries between lives is refilled.
     assert!(all_at_exit > 0.95, "{all_at_exit}");
     // Most of the 65 % freed while it runs come back from the list; a free run of about 146
     // pages on a list already near 6.6's high (a few hundred pages here) drains some of them.
@@ -188,10 +181,8 @@ fn frees_owed_are_freed_in_runs_of_the_given_size() {
     // 225 allocations 146 are owed (none freed), after 450 292 (none), after 675 438 (300 freed),
     // after 900 585 (285 owed: none), at the end 650 owed: 300 more, and the 400 left at exit.
     let life = Life {
-        pages: 1000,
-        life_free_pages: 650,
-        alloc_run_pages: 225,
         free_run_pages: 300,
+        ..LIFE_1000
     };
     let runs = life.runs().unwrap();
     assert_eq!(

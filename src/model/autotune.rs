@@ -41,6 +41,7 @@ use crate::hw::machine::Machine;
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::ops::{pcpf_free_high_batch, PcpState};
 use crate::kernel::version::KernelVersion;
+use crate::model::zonelock::generic::Life;
 use crate::model::zonelock::{
     BatchDynamics, Freeing, LoopShape, LoopTally, ThinkRule, ZoneLockModel, ZoneLockParams,
 };
@@ -266,15 +267,9 @@ impl Clock {
 /// Processes run back to back on one CPU (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ProcessFlow {
-    /// Order-0 pages a process allocates over its life.
-    pub pages: u64,
-    /// Pages of those it frees while it runs (in runs after its allocation runs,
-    /// [`crate::model::zonelock::generic::Life`]); the rest at exit. 0: all at exit.
-    pub life_free_pages: u64,
-    /// Allocations per run between the life's frees (`pages`: one run).
-    pub alloc_run_pages: u64,
-    /// The life's frees come in runs of whole multiples of this (1: whatever is owed).
-    pub free_run_pages: u64,
+    /// A process's life: the order-0 pages it allocates, those it frees while it runs and in
+    /// what runs, the rest at exit ([`Life::at_exit`]: all at exit).
+    pub life: Life,
     /// Work per page, ns.
     pub work_ns: f64,
     /// Share of the work done while allocating (the rest while exiting).
@@ -294,7 +289,8 @@ pub struct ProcessFlow {
 impl ProcessFlow {
     /// Steps `st` through the flow; work units are pages of the working sets recorded.
     pub fn run(&self, st: &mut PcpState) -> Result<FlowTally> {
-        if self.pages == 0
+        let pages = self.life.pages;
+        if pages == 0
             || !(self.work_ns.is_finite() && self.work_ns > 0.0)
             || !(0.0..=1.0).contains(&self.share)
         {
@@ -304,21 +300,15 @@ impl ProcessFlow {
                 "need pages >= 1, work > 0 and a share in 0..=1",
             ));
         }
-        let runs = crate::model::zonelock::generic::Life {
-            pages: self.pages,
-            life_free_pages: self.life_free_pages,
-            alloc_run_pages: self.alloc_run_pages,
-            free_run_pages: self.free_run_pages,
-        }
-        .runs()?;
-        let per_process = self.pages as f64 * self.work_ns;
+        let runs = self.life.runs()?;
+        let per_process = pages as f64 * self.work_ns;
         let end = per_process * f64::from(self.processes.max(4));
         let mut c = Clock::new(self.tick_ns, self.tick_phase, end, 0.25)?;
         // The work while allocating follows each allocation; the exit's share is spread over
         // the pages freed at exit (the life's own frees take no work of their own).
         let da = self.share * self.work_ns;
-        let exit_pages = (self.pages - self.life_free_pages).max(1);
-        let df = (1.0 - self.share) * self.work_ns * self.pages as f64 / exit_pages as f64;
+        let exit_pages = self.life.exit_pages();
+        let df = (1.0 - self.share) * self.work_ns * pages as f64 / exit_pages.max(1) as f64;
         let last = runs.len() - 1;
         while c.t_ns < c.end_ns {
             let rec = c.recording();
@@ -330,10 +320,7 @@ impl ProcessFlow {
                     c.advance(da, held, &mut [&mut *st])?;
                 }
                 let (life, exit) = if i == last {
-                    (
-                        f - (self.pages - self.life_free_pages),
-                        self.pages - self.life_free_pages,
-                    )
+                    (f - exit_pages, exit_pages)
                 } else {
                     (f, 0)
                 };
@@ -348,7 +335,7 @@ impl ProcessFlow {
             }
             c.free(st, self.pgd_order)?;
             if rec {
-                c.tally.work_units += self.pages;
+                c.tally.work_units += pages;
             }
         }
         let h = st.high_pages;

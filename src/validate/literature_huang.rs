@@ -112,19 +112,11 @@ fn kbuild_with(state: SeriesState, work_scale: f64) -> Result<StatePrediction> {
     // it runs.
     let life = crate::workload::kinds::alloc_loop::life_or_phases(&w, pages)?
         .life()
-        .unwrap_or(crate::model::zonelock::generic::Life {
-            pages,
-            life_free_pages: 0,
-            alloc_run_pages: pages,
-            free_run_pages: 1,
-        });
+        .unwrap_or(crate::model::zonelock::generic::Life::at_exit(pages));
     let mut tally = FlowTally::default();
     for i in 0..TICK_PHASES {
         let flow = ProcessFlow {
-            pages,
-            life_free_pages: life.life_free_pages,
-            alloc_run_pages: life.alloc_run_pages,
-            free_run_pages: life.free_run_pages,
+            life,
             work_ns: work,
             share,
             pgd_order: w.param_or("exit_pgd_order", 1.0) as u8,

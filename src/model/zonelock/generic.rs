@@ -70,17 +70,8 @@ pub const STEADY_ALLOCS: u64 = 1 << 20;
 pub enum Freeing {
     /// By the same CPU, in phases of this many allocations then as many frees.
     Phases(u64),
-    /// By the same CPU over a life of `pages` allocations (module docs).
-    Lives {
-        /// Allocations of one life.
-        pages: u64,
-        /// Pages freed during the life, in runs after the allocation runs.
-        life_free_pages: u64,
-        /// Allocations per run between the life's frees.
-        alloc_run_pages: u64,
-        /// The life's frees come in runs of whole multiples of this many pages.
-        free_run_pages: u64,
-    },
+    /// By the same CPU over a life of allocations freed in runs (module docs).
+    Lives(Life),
     /// By the same CPU, each allocation freed before the next.
     Interleaved,
     /// Not during the measured interval.
@@ -91,17 +82,7 @@ impl Freeing {
     /// The life of a [`Freeing::Lives`] loop (None for the other shapes).
     pub fn life(&self) -> Option<Life> {
         match *self {
-            Freeing::Lives {
-                pages,
-                life_free_pages,
-                alloc_run_pages,
-                free_run_pages,
-            } => Some(Life {
-                pages,
-                life_free_pages,
-                alloc_run_pages,
-                free_run_pages,
-            }),
+            Freeing::Lives(l) => Some(l),
             _ => None,
         }
     }
@@ -120,7 +101,7 @@ impl LoopShape {
     /// Allocations per recorded iteration.
     pub fn allocs_per_iteration(&self) -> u64 {
         match self.freeing {
-            Freeing::Phases(p) | Freeing::Lives { pages: p, .. } => p,
+            Freeing::Phases(p) | Freeing::Lives(Life { pages: p, .. }) => p,
             Freeing::Interleaved | Freeing::Never => STEADY_ALLOCS,
         }
     }
@@ -128,7 +109,7 @@ impl LoopShape {
     /// Frees per recorded iteration.
     pub fn frees_per_iteration(&self) -> u64 {
         match self.freeing {
-            Freeing::Phases(p) | Freeing::Lives { pages: p, .. } => p,
+            Freeing::Phases(p) | Freeing::Lives(Life { pages: p, .. }) => p,
             Freeing::Interleaved => STEADY_ALLOCS,
             Freeing::Never => 0,
         }
@@ -303,18 +284,7 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
             };
             run_steps(&mut st, order, p, false, Some(&mut rf))?;
         }
-        Freeing::Lives {
-            pages,
-            life_free_pages,
-            alloc_run_pages,
-            free_run_pages,
-        } => {
-            let l = Life {
-                pages,
-                life_free_pages,
-                alloc_run_pages,
-                free_run_pages,
-            };
+        Freeing::Lives(l) => {
             l.run(&mut st, order, None, None)?;
             let mut ra = Recorder {
                 holds: &mut refill,
@@ -347,7 +317,7 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
 pub const MAX_LIFE_RUNS: u64 = 1 << 20;
 
 /// One life of [`Freeing::Lives`]: the allocation runs and the frees after each, then the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Life {
     /// Allocations of the life.
     pub pages: u64,
@@ -405,14 +375,20 @@ impl Life {
         Ok(out)
     }
 
-    /// The loop shape of this life.
-    pub fn freeing(self) -> Freeing {
-        Freeing::Lives {
-            pages: self.pages,
-            life_free_pages: self.life_free_pages,
-            alloc_run_pages: self.alloc_run_pages,
-            free_run_pages: self.free_run_pages,
+    /// A life that frees nothing while it runs: one allocation run of `pages`, every page
+    /// freed at its end (the phase loop, `Freeing::Phases(pages)`).
+    pub fn at_exit(pages: u64) -> Life {
+        Life {
+            pages,
+            life_free_pages: 0,
+            alloc_run_pages: pages,
+            free_run_pages: 1,
         }
+    }
+
+    /// Pages freed at the life's end.
+    pub fn exit_pages(&self) -> u64 {
+        self.pages - self.life_free_pages
     }
 
     /// Steps `st` through one life, recording allocations into `ra` and frees into `rf`.

@@ -446,7 +446,7 @@ pub fn life_or_phases(w: &WorkloadSpec, pages: u64) -> Result<Freeing> {
         ),
         other => other,
     })?;
-    Ok(life.freeing())
+    Ok(Freeing::Lives(life))
 }
 
 /// Builds the zone->lock case of workload `w` on `machine` with `k`'s knobs.
@@ -562,7 +562,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             l.alloc_run_pages,
             l.life_free_pages,
             l.free_run_pages,
-            l.pages - l.life_free_pages
+            l.exit_pages()
         );
     }
     let lru_pages = if w.thread.as_deref() == Some("000") {
