@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trace the page allocator under an AF_UNIX stream pair (lmbench bw_unix's flow) on this host.
+"""Trace the page allocator under an AF_UNIX stream pair (lmbench bw_unix's flow) or a UDP stream on this host.
 
 Builds a small bw_unix-like program (a socketpair, the writer write()s --write-bytes at a time,
 the reader read()s; writer and reader pinned to --writer-cpu / --reader-cpu), runs it for
@@ -14,6 +14,7 @@ four events' enable, a tracefs mount it made) and vm.percpu_pagelist_high_fracti
 (kernel 6.18: one page each of orders 3, 2, 1, 0 per 64 KiB write).
 
   sudo python3 tools/trace_pcp_flow.py [--seconds 0.3] [--write-bytes 65536] [--json]
+  sudo python3 tools/trace_pcp_flow.py --udp --skb-defer-max 0 --json   # a 64 KiB UDP loopback stream
   sudo python3 tools/trace_pcp_flow.py -- gcc -O2 -c f.c      # any command instead
   sudo python3 tools/trace_pcp_flow.py --runs --json -- make -j2  # with alloc/free runs per CPU and task
 """
@@ -49,6 +50,45 @@ int main(int argc, char **argv) {
   close(sv[0]); wait(NULL);
   printf("%lld %lld\n", writes, tot); return 0; }
 """
+
+
+UDP_C = r"""
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static void pin(int cpu) { if (cpu < 0) return; cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s);
+  if (sched_setaffinity(0, sizeof s, &s)) { perror("sched_setaffinity"); exit(1); } }
+int main(int argc, char **argv) {
+  double secs = atof(argv[1]); int wcpu = atoi(argv[2]), rcpu = atoi(argv[3]);
+  size_t xfer = (size_t)atol(argv[4]); if (xfer > 65507) xfer = 65507;
+  int rs = socket(AF_INET, SOCK_DGRAM, 0), ss = socket(AF_INET, SOCK_DGRAM, 0);
+  struct sockaddr_in a; memset(&a, 0, sizeof a); a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK); a.sin_port = 0;
+  if (bind(rs, (struct sockaddr *)&a, sizeof a)) { perror("bind"); return 1; }
+  socklen_t al = sizeof a; getsockname(rs, (struct sockaddr *)&a, &al);
+  char *buf = malloc(65536); memset(buf, 1, 65536);
+  pid_t pid = fork();
+  if (pid == 0) { pin(rcpu); close(ss); long long got = 0;
+    while (recv(rs, buf, 65536, 0) > 0) got++; return 0; }
+  pin(wcpu); close(rs);
+  struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, &t0); long long tot = 0, writes = 0;
+  for (;;) { ssize_t n = sendto(ss, buf, xfer, 0, (struct sockaddr *)&a, sizeof a);
+    if (n > 0) { tot += n; writes++; }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) + 1e-9 * (t.tv_nsec - t0.tv_nsec) > secs) break; }
+  close(ss); kill(pid, SIGKILL); wait(NULL);
+  printf("%lld %lld\n", writes, tot); return 0; }
+"""
+DEFER = "/proc/sys/net/core/skb_defer_max"
 
 
 def rd(p):
@@ -133,6 +173,29 @@ def order0_runs(flags):
     return out
 
 
+def page_runs(seq):
+    """Runs of allocations and of frees of any order on one CPU, in base pages (a block of order
+    o counts 2^o): count, mean, page-weighted mean (the run the average page is in) and the
+    longest. A CPU that frees what it allocates (deferred skb freeing) shows its frees' bursts."""
+    runs = []
+    for ev, order, _refill, _ts in seq:
+        if ev not in ("mm_page_alloc", "mm_page_free"):
+            continue
+        a, pages = ev == "mm_page_alloc", 1 << order
+        if runs and runs[-1][0] == a:
+            runs[-1][1] += pages
+        else:
+            runs.append([a, pages])
+    out = {}
+    for side, v in (("alloc", True), ("free", False)):
+        ls = [n for f, n in runs if f == v]
+        pages = sum(ls)
+        out[side] = {"pages": pages, "runs": len(ls), "mean_run_pages": pages / len(ls) if ls else 0.0,
+                     "weighted_run_pages": sum(n * n for n in ls) / pages if pages else 0.0,
+                     "max_run_pages": max(ls) if ls else 0}
+    return out
+
+
 def task_lives(tasks):
     """Per task (comm, pid) with order-0 traffic: pages allocated, freed, and freed in its last
     run of frees (at exit for a task that exits during the trace); summed over tasks by comm."""
@@ -174,6 +237,13 @@ def main():
                     help="set vm.percpu_pagelist_high_fraction to this (0, or 8 and up) for the run and restore it "
                          "after, on every exit path: a large value makes pcp->high small and fixed (4 x batch at least), "
                          "as on a server with many CPUs per zone")
+    ap.add_argument("--udp", action="store_true",
+                    help="a UDP loopback stream instead of the AF_UNIX pair: the sender (--writer-cpu) sends "
+                         "datagrams of --write-bytes (at most 65507) to a receiver (--reader-cpu); 'writes' count sends")
+    ap.add_argument("--skb-defer-max", type=int, default=None,
+                    help="set net.core.skb_defer_max to this for the run and restore it after, on every exit path: "
+                         "0 makes the receiving CPU free every skb itself instead of handing it back to the CPU "
+                         "that allocated it (skb_attempt_defer_free())")
     ap.add_argument("--runs", action="store_true",
                     help="also report order-0 allocation and free runs per CPU and per task (a process's "
                          "pages freed during its life and in its last run, its exit)")
@@ -184,12 +254,16 @@ def main():
         sys.exit("--seconds must be in (0, 60] and --write-bytes in (0, 1 GiB]")
     if a.high_fraction is not None and not (a.high_fraction == 0 or 8 <= a.high_fraction <= 2**31 - 1):
         sys.exit("--high-fraction must be 0 or 8..2^31-1 (the kernel refuses 1-7)")
+    if a.skb_defer_max is not None and not (0 <= a.skb_defer_max <= 2**31 - 1):
+        sys.exit("--skb-defer-max must be 0..2^31-1")
+    if a.skb_defer_max is not None and not os.path.exists(DEFER):
+        sys.exit(f"--skb-defer-max: {DEFER} does not exist on this kernel (no deferred skb freeing before 5.19)")
     if os.geteuid() != 0:
         sys.exit("needs root (tracefs)")
     tmp = tempfile.mkdtemp(prefix="pcp-trace-")
     src, exe = os.path.join(tmp, "bw.c"), os.path.join(tmp, "bw")
     with open(src, "w") as f:
-        f.write(BW_C)
+        f.write(UDP_C if a.udp else BW_C)
     subprocess.run(["gcc", "-O2", "-o", exe, src], check=True)
 
     mounted = False
@@ -200,6 +274,10 @@ def main():
     with open(SYSCTL) as f:
         saved_fraction = f.read().strip()
     saved_ev = {e: rd(f"events/kmem/{e}/enable") for e in EVENTS}
+    saved_defer = None
+    if os.path.exists(DEFER):
+        with open(DEFER) as f:
+            saved_defer = f.read().strip()
 
     def on_signal(signum, _frame):
         raise SystemExit(f"interrupted by signal {signum}")
@@ -210,6 +288,9 @@ def main():
         if a.high_fraction is not None:
             with open(SYSCTL, "w") as f:
                 f.write(str(a.high_fraction))
+        if a.skb_defer_max is not None:
+            with open(DEFER, "w") as f:
+                f.write(str(a.skb_defer_max))
         wr("tracing_on", 0)
         wr("buffer_size_kb", a.buffer_kb)
         wr("trace", "")
@@ -235,6 +316,9 @@ def main():
     finally:
         with open(SYSCTL, "w") as f:
             f.write(saved_fraction)
+        if saved_defer is not None:
+            with open(DEFER, "w") as f:
+                f.write(saved_defer)
         wr("tracing_on", 0)
         for e in EVENTS:
             wr(f"events/kmem/{e}/enable", saved_ev[e])
@@ -266,6 +350,9 @@ def main():
               "seconds": a.seconds, "writer_cpu": a.writer_cpu, "reader_cpu": a.reader_cpu,
               "writer_node": node_of(a.writer_cpu), "wmem_default": wmem_default,
               "command": a.cmd, "kernel": os.uname().release, "overrun": overrun,
+              "flow": "udp" if a.udp else ("command" if [c for c in a.cmd if c != "--"] else "af-unix"),
+              "skb_defer_max": a.skb_defer_max if a.skb_defer_max is not None
+              else (int(saved_defer) if saved_defer is not None else None),
               "high_fraction": a.high_fraction if a.high_fraction is not None else int(saved_fraction),
               "pagesets_before": before, "pagesets_after": after, "cpus": {}}
     for cpu, s in sorted(seq.items()):
@@ -281,6 +368,7 @@ def main():
             "refill_calls": len(refills),
             "refill_pages_per_call": sorted(collections.Counter(refills).items()),
             "drain_ns_per_block": ns_per_block(drains_t),
+            "page_runs": page_runs(s),
             "refill_ns_per_block": ns_per_block(refills_t),
         }
     if a.runs:
