@@ -193,11 +193,11 @@ pub fn all() -> Vec<Assumption> {
         Assumption {
             name: "pcp::CONSUMER_ALLOCS_PER_FREE_004",
             value: pcp::CONSUMER_ALLOCS_PER_FREE_004,
-            unit: "allocations per freed page",
-            provenance: "chosen between the two regimes the code allows (0 or 1) by both machines' fit to thread 004 (a983d8a)",
+            unit: "allocations per freed block",
+            provenance: "measured: the receiving CPU of a UDP loopback stream with net.core.skb_defer_max = 0 on this project's host (kernel 6.18) made 91 page allocations per 11,294 order-3 frees (data/host/flows/trace-udp-defer0-2026-12-04.json); it replaced the value 1 that both machines' fit had chosen (a983d8a)",
             rel_spread: 1.0,
             used_by: &["004"],
-            chosen_while_seeing: "thread 004's score table, both machines (a983d8a)",
+            chosen_while_seeing: "thread 004's score table, both machines (in data/ when the host was traced; the value is the trace's count, not a choice among fits)",
         },
         Assumption {
             name: "perflock::BEGIN_AFTER_CLOCK_NS_ASSUMED",

@@ -343,7 +343,17 @@ pub const PAGELIST_FRACTION: Range = Range::int(
     "",
     "the sysctl is an int: 0, or 8 and above",
 );
-/// CONFIG_PCP_BATCH_SCALE_MAX.
+/// `net.core.skb_defer_max`: an int sysctl with `extra1 = SYSCTL_ZERO`
+/// (net/core/sysctl_net_core.c).
+pub const SKB_DEFER_MAX: Range = Range::int(
+    "net.core.skb_defer_max",
+    0.0,
+    2_147_483_647.0,
+    "skbs",
+    "the sysctl takes 0..INT_MAX",
+);
+
+/// `CONFIG_PCP_BATCH_SCALE_MAX`.
 pub const PCP_BATCH_SCALE_MAX: Range = Range::int(
     "CONFIG_PCP_BATCH_SCALE_MAX",
     0.0,

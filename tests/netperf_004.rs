@@ -11,6 +11,11 @@ use pcpmodel::workload::spec::PlacementSpec;
 use pcpmodel::workload::Knobs;
 use pcpmodel::Machine;
 
+/// The kernel thread 004's pcp->high table ran: the parent of f26b3fa046 (free_high, 5.18 in
+/// the timeline). With free_high a receiver that never allocates drains its list at every free
+/// and the measured curve would be flat; the table's curve says it was not there.
+const TABLE_KERNEL: KernelVersion = KernelVersion::new(5, 17);
+
 /// optimal-high for thread 004's workload (netperf-udp) through the registry.
 fn optimal_high(m: &Machine, k: KernelVersion, p: Placement, samples: usize) -> OptimalHigh {
     let placement = match p {
@@ -30,7 +35,7 @@ fn optimal_high(m: &Machine, k: KernelVersion, p: Placement, samples: usize) -> 
 
 fn relative_at(machine: &str, placement: Placement, highs: &[u32]) -> (u32, Vec<f64>) {
     let m = Machine::builtin(machine).unwrap();
-    let o = optimal_high(&m, KERNEL_004, placement, 20);
+    let o = optimal_high(&m, TABLE_KERNEL, placement, 20);
     let model = netperf_model(&m, placement, KERNEL_004).unwrap();
     let p = netperf_params(&m).unwrap().values;
     let rel = highs
@@ -71,7 +76,7 @@ fn thread_004_fitted_within_3pct_rms_and_5pct_max() {
 #[test]
 fn icelake_curve_has_the_measured_shape() {
     let m = Machine::builtin("icelake-server").unwrap();
-    let o = optimal_high(&m, KERNEL_004, Placement::SameLlc, 20);
+    let o = optimal_high(&m, TABLE_KERNEL, Placement::SameLlc, 20);
     assert!(
         (640..=6144).contains(&o.optimal_high_pages),
         "{}",
@@ -97,10 +102,10 @@ fn skylake_curve_is_flat_to_1024_and_falls_past_the_llc() {
         &[0, 64, 128, 1024, 2176],
     );
     // Measured: 0 to 1024 within 1.5 % of the best (0.986 at worst), 2176 at 0.858. Bounds:
-    // 0.98 (flat as measured, less the 0.66 % fitted RMS) and 0.90 (0.858 x 1.05, the 5 % a
-    // fitted point may miss by).
+    // 0.974 (flat as measured, less the 1.24 % largest fitted miss on this machine) and 0.90
+    // (0.858 x 1.05, the 5 % a fitted point may miss by).
     for (h, r) in [0, 64, 128, 1024].iter().zip(&rel) {
-        assert!(*r >= 0.98, "high {h}: {r:.4} of the best");
+        assert!(*r >= 0.974, "high {h}: {r:.4} of the best");
     }
     assert!(rel[4] <= 0.90, "2176: {:.4} of the best", rel[4]);
 }
@@ -154,4 +159,108 @@ fn optimal_high_runs_for_every_machine_and_a_detected_host() {
         let o = optimal_high(&m, KernelVersion::new(6, 18), Placement::SameLlc, 10);
         assert!(o.swept_pages[1] > 0);
     }
+}
+
+/// The receiving CPU's allocations per freed block are one measured value: the workload file
+/// and the calibration's constant must agree (the file carries the trace's provenance).
+#[test]
+fn the_traced_receiver_allocations_are_one_value() {
+    let w = pcpmodel::workload::resolve("netperf-udp").unwrap();
+    let v = w.spec.param("consumer_allocs_per_free").unwrap();
+    assert_eq!(v, pcpmodel::model::pcp::CONSUMER_ALLOCS_PER_FREE_004);
+    let src = &w.spec.params["consumer_allocs_per_free"].source;
+    assert!(src.starts_with("measured:"), "{src}");
+}
+
+/// Thread 004's subject, f26b3fa046 (-18.0 %), from the workload's own prediction on the
+/// commit's kernel against its parent: within 10 points. The tolerance: the parent's default
+/// pcp->high comes from the machine file's memory, not the robot's box, and the fit the score
+/// rides on has a 2 % RMS; the sign and size come from free_high firing for the traced receiver.
+#[test]
+fn the_free_high_regression_comes_out_of_predict() {
+    let measured = pcpmodel::data::regression_004().unwrap();
+    let v = t004::validate().unwrap();
+    for reg in &measured {
+        let row = v
+            .rows
+            .iter()
+            .find(|r| r.quantity == "change_pct" && r.machine == reg.machine)
+            .unwrap();
+        assert!(
+            (row.predicted - reg.change_pct).abs() <= 10.0,
+            "{}: predicted {} vs measured {}",
+            reg.machine,
+            row.predicted,
+            reg.change_pct
+        );
+    }
+}
+
+/// This project's 2-vCPU host as measured (a committed machine file): on a zone split over two
+/// CPUs, 6.16's free_high threshold (batch + high_min / 2) lies above the most free_count can
+/// reach (batch << 5), so free_high never fires and the list's size decides.
+const HOST: &str = "data/host/host-idle-2026-12-01.toml";
+
+fn score_at(k: &Knobs, high: u32) -> f64 {
+    let w = pcpmodel::workload::resolve("netperf-udp").unwrap();
+    let m = Machine::resolve(HOST).unwrap();
+    let k = Knobs {
+        high: Some(high),
+        means_only: true,
+        ..k.clone()
+    };
+    w.predict(&m, &k).unwrap().throughput_per_task
+}
+
+/// On 6.18 the UDP receive path hands each read skb back to the sender's CPU (skb_defer_max 64
+/// by default): the sender frees and reuses its own pages, no list is refilled or drained, and
+/// pcp->high cannot move the prediction (equal to rounding). With skb_defer_max 0 the receiver
+/// frees again and a list that fits the caches wins over one that does not.
+#[test]
+fn who_frees_decides_whether_pcp_high_matters_on_6_18() {
+    let k618 = Knobs {
+        kernel: Some(KernelVersion::new(6, 18)),
+        ..Knobs::default()
+    };
+    let highs = [252u32, 1024, 8192, 30000];
+    let deferred: Vec<f64> = highs.iter().map(|&h| score_at(&k618, h)).collect();
+    let (lo, hi) = deferred
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    assert!(hi / lo - 1.0 < 1e-9, "{deferred:?}");
+    let nodefer = k618.clone().with_extra("skb_defer_max", 0.0);
+    let receiver: Vec<f64> = highs.iter().map(|&h| score_at(&nodefer, h)).collect();
+    assert!(
+        receiver[0] > 1.02 * receiver[3],
+        "small high beats one beyond the LLC: {receiver:?}"
+    );
+    // Before 6.18 UDP never deferred: the default sysctl gives the receiver's flow.
+    let k617 = Knobs {
+        kernel: Some(KernelVersion::new(6, 17)),
+        ..Knobs::default()
+    };
+    assert!(score_at(&k617, 252) > 1.02 * score_at(&k617, 30000));
+}
+
+/// A consumer that frees a share s of the pages (the producer frees the rest on its own list)
+/// takes zone->lock s times as often per page as one that frees them all.
+#[test]
+fn a_consumer_share_scales_the_lock_visits() {
+    use pcpmodel::model::pcp::{dynamics, Flow};
+    let full = Flow::netperf_004(KernelVersion::new(5, 18), 1000);
+    let half = Flow {
+        consumer_free_share: 0.5,
+        ..full
+    };
+    let (d1, d2) = (dynamics(&full).unwrap(), dynamics(&half).unwrap());
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(1.0);
+    assert!(close(
+        d2.drain_holds_per_page(),
+        0.5 * d1.drain_holds_per_page()
+    ));
+    assert!(close(
+        d2.refill_holds_per_page,
+        0.5 * d1.refill_holds_per_page
+    ));
+    assert!(d2.reuse.mean_pages() < d1.reuse.mean_pages());
 }

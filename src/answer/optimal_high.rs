@@ -106,7 +106,7 @@ pub struct OptimalHigh {
     pub plateau: bool,
     /// Where the optimum sits against the swept range: `interior`, `upper_edge` (the best value
     /// is the most the sysctl can set), `range_reaches_upper_edge` (the 1 % range does) or
-    /// `lower_edge` (0: bypass).
+    /// `lower_edge` (0: bypass), `plateau` (every swept high within 1 % of the best).
     pub sweep_edge: String,
     /// Memory the optimum holds on one CPU's list, MiB (pages × 4 KiB).
     pub memory_per_cpu_mib: f64,
@@ -457,16 +457,19 @@ pub fn optimal_high(
         a.evaluated,
         d.split_cpus
     ));
-    if kernel.has_free_high() {
-        notes.push(
-            "on >= 5.18 a CPU that frees high-order pages without allocating can take the free_high path, which drains its whole list on every free whatever pcp->high is (thread 004's regression): the advice assumes the consumer allocates between drains, as the thread-004 calibration found".to_string(),
-        );
+    if kernel.has_free_high() && model.flow.free_high_share > 0.0 {
+        notes.push(format!(
+            "free_high (>= 5.18) drains {:.0} % of the freed pages early at the kernel's default high (the trigger of crate::model::freehigh for the workload's runs of frees); the sweep holds that share at every high",
+            100.0 * model.flow.free_high_share
+        ));
     }
     notes.extend(ci_notes);
     let page_mib = crate::hw::machine::PAGE_BYTES as f64 / (1024.0 * 1024.0);
     let memory_per_cpu_mib = f64::from(a.best_x) * page_mib;
     let memory_all_cpus_mib = memory_per_cpu_mib * f64::from(machine.cpus());
-    let sweep_edge = if a.best_x == 0 {
+    let sweep_edge = if a.within.0 == 0 && a.within.1 >= limit {
+        "plateau"
+    } else if a.best_x == 0 {
         "lower_edge"
     } else if a.best_x >= limit {
         "upper_edge"
@@ -487,6 +490,10 @@ pub fn optimal_high(
             "the 1 % range reaches the sweep's upper edge ({limit} pages, the most vm.percpu_pagelist_high_fraction can set): anything from {} pages up is within 1 %, and more only costs memory ({:.1} MiB per CPU at the edge)",
             a.within.0,
             f64::from(limit) * page_mib
+        )),
+        "plateau" => notes.push(format!(
+            "every pcp->high is within 1 % of the best ({}): the setting does not matter for this flow, keep the kernel's default",
+            model.flow_regime()
         )),
         "lower_edge" => notes.push(
             "the optimum is pcp->high = 0: the list is bypassed and every free goes to the buddy allocator".to_string(),

@@ -143,6 +143,15 @@ pub struct PcpKnobArgs {
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels that have it: 6.7 on).
     #[arg(long)]
     pub scale_max: Option<u32>,
+    /// net.core.skb_defer_max (socket workloads; default the kernel's 64): with a value above 0,
+    /// TCP from 5.19 and UDP from 6.18 hand a read skb back to the CPU that allocated it, so the
+    /// sender frees its own pages; 0 makes the receiver free them.
+    #[arg(long)]
+    pub skb_defer_max: Option<u32>,
+    /// A workload parameter (the file's [params] table) set for this run, e.g.
+    /// --param receiver_free_share=0.45 (repeatable; `pcpmodel workloads` lists each kind's).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
 }
 
 impl PcpKnobArgs {
@@ -157,6 +166,25 @@ impl PcpKnobArgs {
         if let Some(n) = &self.nodes {
             pcpmodel::workload::NodeSpan::parse(n, "--nodes")?;
             k.nodes = Some(n.clone());
+        }
+        if let Some(d) = self.skb_defer_max {
+            pcpmodel::bounds::SKB_DEFER_MAX
+                .check_flag("--skb-defer-max", f64::from(d))
+                .map_err(anyhow::Error::msg)?;
+            *k = std::mem::take(k).with_extra("skb_defer_max", f64::from(d));
+        }
+        for p in &self.params {
+            let (name, value) = p.split_once('=').ok_or_else(|| {
+                anyhow::anyhow!("--param {p}: give NAME=VALUE, e.g. receiver_free_share=0.45")
+            })?;
+            let v: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("--param {p}: '{value}' is not a number"))?;
+            if !v.is_finite() {
+                anyhow::bail!("--param {p}: the value must be finite");
+            }
+            *k = std::mem::take(k).with_extra(name.trim(), v);
         }
         k.batch = self.batch.or(k.batch);
         k.free_high_threshold = self.free_high_threshold.or(k.free_high_threshold);

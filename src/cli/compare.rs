@@ -18,7 +18,7 @@ Then the model is fitted to the same CSV and each parameter's move is shown.
 Exit status: 0 compared; 1 the fit on the CSV did not converge; 2 bad input.
 
 Example:
-  pcpmodel measure pcp --workload netperf-udp --out sweep.csv
+  pcpmodel measure pcp --workload netperf-udp --skb-defer-max 0 --out sweep.csv
   pcpmodel compare sweep.csv --machine host.toml --workload netperf-udp")]
 pub struct Args {
     /// The CSV `pcpmodel measure pcp --out` writes (columns pcp_high_pages, score).
@@ -29,6 +29,22 @@ pub struct Args {
     /// Workload: netperf-udp (the only one with a score model so far).
     #[arg(long, default_value = "netperf-udp")]
     pub workload: String,
+    /// Kernel the sweep ran on (default 6.18, the newest modelled): its PCP rules and whether
+    /// the network stack hands read skbs back to the sender.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// The kernel's knobs and workload parameters of the sweep (--skb-defer-max defaults to
+    /// what the CSV's first comment line says, as `measure pcp --skb-defer-max` writes it, else
+    /// the kernel's 64).
+    #[command(flatten)]
+    pub pcp: super::args::PcpKnobArgs,
+}
+
+/// A value a `measure pcp` CSV records as `KEY = VALUE` in its first comment line, if any.
+fn csv_comment_value<T: std::str::FromStr>(text: &str, key: &str) -> Option<T> {
+    let first = text.lines().next()?.strip_prefix('#')?;
+    let rest = first.split(&format!("{key} = ")).nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// Runs `pcpmodel compare`.
@@ -43,7 +59,47 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let machine = Machine::resolve(&args.machine)?;
     let label = args.measured.display().to_string();
     let text = pcpmodel::input::read_text(&args.measured, &label, pcpmodel::input::MAX_CSV_BYTES)?;
-    let c = compare_netperf(&machine, &text, &label)?;
+    let mut knobs = pcpmodel::workload::Knobs {
+        kernel: Some(super::args::kernel_arg(
+            &args.kernel,
+            pcpmodel::kernel::version::KernelVersion::DEFAULT,
+        )?),
+        means_only: true,
+        ..Default::default()
+    };
+    // What the sweep recorded about its own flow: the sysctl, and the share of the datagrams
+    // the receiver read (the rest were dropped and freed on the sender's CPU).
+    let mut recorded = Vec::new();
+    if args.pcp.skb_defer_max.is_none() {
+        if let Some(d) = csv_comment_value::<u32>(&text, "net.core.skb_defer_max") {
+            knobs = knobs.with_extra("skb_defer_max", f64::from(d));
+            recorded.push(format!("net.core.skb_defer_max = {d}"));
+        }
+    }
+    let set_by_flag = |name: &str| {
+        args.pcp
+            .params
+            .iter()
+            .any(|p| p.split('=').next() == Some(name))
+    };
+    if !set_by_flag("receiver_free_share") {
+        if let Some(r) = csv_comment_value::<f64>(&text, "received_share") {
+            if r.is_finite() && (0.0..=1.0).contains(&r) {
+                knobs = knobs.with_extra("receiver_free_share", r);
+                recorded.push(format!("receiver_free_share = {r} (the received share)"));
+            }
+        }
+    }
+    args.pcp.apply(&mut knobs)?;
+    let w = pcpmodel::workload::resolve(&args.workload)?;
+    knobs.check_read_by(w.kind.as_ref(), w.name())?;
+    let mut c = compare_netperf(&machine, &text, &label, &knobs)?;
+    if !recorded.is_empty() {
+        c.notes.push(format!(
+            "flow as the sweep recorded it (first comment line of {label}): {}",
+            recorded.join(", ")
+        ));
+    }
     let mut t = Table::new([
         "pcp->high (pages)",
         "measured score",

@@ -102,24 +102,52 @@ pub struct PcpArgs {
     /// on a busy machine time sharing otherwise dominates the score.
     #[arg(long)]
     pub realtime: bool,
+    /// netperf-udp and af-unix: set net.core.skb_defer_max to N for the whole sweep (restored
+    /// like the other sysctl, on every exit path, with its own journal FILE.skb-defer-max).
+    /// 0 makes the receiving CPU free every skb itself; above 0 the kernel (TCP 5.19+, UDP
+    /// 6.18+) hands a read skb back to the CPU that allocated it.
+    #[arg(long, value_name = "N")]
+    pub skb_defer_max: Option<u32>,
+    /// The skb_defer_max sysctl file (tests point it at a fake file).
+    #[arg(long, default_value = SKB_DEFER_MAX_PATH, hide = true)]
+    pub skb_defer_max_path: PathBuf,
+}
+
+/// The real net.core.skb_defer_max file.
+const SKB_DEFER_MAX_PATH: &str = "/proc/sys/net/core/skb_defer_max";
+
+/// The journal of the skb_defer_max guard: beside the main one.
+fn defer_journal(journal: &std::path::Path) -> PathBuf {
+    let mut s = journal.as_os_str().to_owned();
+    s.push(".skb-defer-max");
+    PathBuf::from(s)
 }
 
 /// Runs `pcpmodel measure pcp`.
 pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     if args.recover {
-        match sysctl::recover(&args.journal)? {
-            Some(r) => println!(
-                "Restored {} to {} from {}",
-                r.path.display(),
-                r.original,
-                args.journal.display()
-            ),
-            None => println!(
-                "No journal at {}: nothing to restore",
-                args.journal.display()
-            ),
+        for journal in [args.journal.clone(), defer_journal(&args.journal)] {
+            match sysctl::recover(&journal)? {
+                Some(r) => println!(
+                    "Restored {} to {} from {}",
+                    r.path.display(),
+                    r.original,
+                    journal.display()
+                ),
+                None => println!("No journal at {}: nothing to restore", journal.display()),
+            }
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(d) = args.skb_defer_max {
+        pcpmodel::bounds::SKB_DEFER_MAX
+            .check_flag("--skb-defer-max", f64::from(d))
+            .map_err(anyhow::Error::msg)?;
+        if args.workload == "page-fault" {
+            anyhow::bail!(
+                "--skb-defer-max: the page-fault workload sends no skbs; it applies to netperf-udp and af-unix"
+            );
+        }
     }
     let cpus = host_cpus(std::path::Path::new("/"))?;
     let ncpus = cpus.len() as u32;
@@ -281,12 +309,30 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         );
     }
     let guard = Arc::new(guard);
+    let defer_guard = match args.skb_defer_max {
+        Some(d) => {
+            let (g, rec) =
+                SysctlGuard::acquire(&args.skb_defer_max_path, &defer_journal(&args.journal))?;
+            if let Some(r) = rec {
+                eprintln!(
+                    "Note: a journal from a run that did not finish was replayed: {} restored to {}",
+                    r.path.display(),
+                    r.original
+                );
+            }
+            g.set(u64::from(d))?;
+            Some(Arc::new(g))
+        }
+        None => None,
+    };
+    let _restore_defer_on_unwind = defer_guard.as_ref().map(|g| RestoreOnDrop(Arc::clone(g)));
     // The signal thread holds a second reference, so the guard's own Drop would not run when
     // this thread unwinds from a panic: this one does.
     let _restore_on_unwind = RestoreOnDrop(Arc::clone(&guard));
     let stop = Arc::new(AtomicBool::new(false));
     {
         let (g, st) = (Arc::clone(&guard), Arc::clone(&stop));
+        let dg = defer_guard.clone();
         let mut signals = signal_hook::iterator::Signals::new([
             signal_hook::consts::SIGINT,
             signal_hook::consts::SIGTERM,
@@ -295,6 +341,16 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         std::thread::spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 st.store(true, Ordering::SeqCst);
+                if let Some(dg) = &dg {
+                    match dg.restore() {
+                        Ok(()) => eprintln!(
+                            "\nInterrupted (signal {sig}): {} restored to {}",
+                            dg.path().display(),
+                            dg.original()
+                        ),
+                        Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
+                    }
+                }
                 match g.restore() {
                     Ok(()) => eprintln!(
                         "\nInterrupted (signal {sig}): {} restored to {}",
@@ -331,14 +387,41 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         let _ = pcpmodel::measure::latency::set_fifo(false);
     }
     guard.restore()?;
+    let defer_note = match &defer_guard {
+        Some(g) => {
+            g.restore()?;
+            let now = std::fs::read_to_string(g.path())
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            Some((now == g.original(), now, g.original().to_string()))
+        }
+        None => None,
+    };
     let points = result?;
     let now = std::fs::read_to_string(&args.sysctl_path)
         .unwrap_or_default()
         .trim()
         .to_string();
-    let restored_ok = now == guard.original();
+    let restored_ok = now == guard.original() && defer_note.as_ref().is_none_or(|(ok, _, _)| *ok);
     let settings = pcp::summarise(&fractions, &points);
-    let csv = pcp::fit_csv("host", &workload, &settings);
+    let mut csv = pcp::fit_csv("host", &workload, &settings);
+    if let Some(d) = args.skb_defer_max {
+        if let Some(eol) = csv.find('\n') {
+            csv.insert_str(
+                eol,
+                &format!("; net.core.skb_defer_max = {d} during the sweep"),
+            );
+        }
+    }
+    if let Some(r) = pcp::received_share_median(&points) {
+        if let Some(eol) = csv.find('\n') {
+            csv.insert_str(
+                eol,
+                &format!("; received_share = {r:.4} (bytes read / bytes sent, median over points)"),
+            );
+        }
+    }
     if let Some(out) = &args.out {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
     }
@@ -375,8 +458,20 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         args.sysctl_path.display(),
         now,
         guard.original(),
-        if restored_ok { "" } else { ": NOT RESTORED" }
+        if now == guard.original() {
+            ""
+        } else {
+            ": NOT RESTORED"
+        }
     )];
+    if let Some((ok, now, original)) = &defer_note {
+        notes.push(format!(
+            "{} was {} during the sweep and is back at {now} (original {original}){}.",
+            args.skb_defer_max_path.display(),
+            args.skb_defer_max.unwrap_or_default(),
+            if *ok { "" } else { ": NOT RESTORED" }
+        ));
+    }
     if let Ok(text) = std::fs::read_to_string(&args.zoneinfo) {
         let low = pcp::below_high_min(&text, &zi_label).unwrap_or_default();
         if !low.is_empty() {
@@ -397,7 +492,8 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     }
     let report = Report {
         json: json!({"workload": workload, "unit": workload.unit(), "settings": settings,
-            "points": points, "sysctl_restored": restored_ok, "original": guard.original()}),
+            "points": points, "sysctl_restored": restored_ok, "original": guard.original(),
+            "skb_defer_max": args.skb_defer_max}),
         tables: vec![t],
         notes,
     };

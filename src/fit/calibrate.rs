@@ -28,8 +28,11 @@ use crate::model::cache::{Hierarchy, Placement};
 use crate::model::netperf::{NetperfModel, NetperfParams, DEFAULT_FIXED, PARAM_NAMES};
 use crate::model::pcp::Flow;
 
-/// The kernel of thread 004's experiment (the regression was bisected on the 5.18 merge window).
-pub const KERNEL_004: KernelVersion = KernelVersion::new(5, 18);
+/// The PCP rules of thread 004's pcp->high table: the parent of f26b3fa046 (the regression was
+/// bisected on the 5.18 merge window; the timeline puts free_high in 5.18, so the parent's rules
+/// are 5.17's). With free_high a receiver that never allocates would drain its list at every
+/// free and the table's curve would be flat.
+pub const KERNEL_004: KernelVersion = KernelVersion::new(5, 17);
 
 /// Builds the netperf model of a machine for a placement and kernel, with thread 004's flow.
 pub fn netperf_model(

@@ -40,6 +40,9 @@ pub enum Area {
     Locking,
     /// Per-CPU statistics counters (`zone_statistics()`, vmstat).
     Stats,
+    /// Which CPU frees a page another CPU allocated (the network stack's deferred skb
+    /// freeing, [`crate::kernel::skb::free_site`]).
+    FreeSite,
     /// memcg charging.
     Memcg,
     /// Watermarks and `min_free_kbytes`.
@@ -58,6 +61,7 @@ impl Area {
             Area::AllocPath => "alloc_path",
             Area::Locking => "locking",
             Area::Stats => "stats",
+            Area::FreeSite => "free_site",
             Area::Memcg => "memcg",
             Area::Watermarks => "watermarks",
             Area::Zoneinfo => "zoneinfo",
@@ -421,10 +425,11 @@ pub const CHANGES: &[Change] = &[
         area: Area::FreePath,
         effect: "free_high: a CPU that frees orders 1-3 without allocating (free_factor > 0) \
                  drains its whole PCP (high cut to 0)",
-        implemented_in: &["ops"],
+        implemented_in: &["ops", "netperf-udp"],
         affects: &["netperf-udp"],
-        model_note: "PcpState decides when it fires; netperf-udp applies it only with \
-                     --free-high (the model does not decide whether it fires)",
+        model_note: "PcpState decides when it fires; netperf-udp follows the 5.18-6.6 \
+                     rule for runs of frees (crate::model::freehigh::trigger from the \
+                     consumer's allocations per free); --free-high forces it on",
         feature: None,
     },
     Change {
@@ -441,6 +446,27 @@ pub const CHANGES: &[Change] = &[
         affects: &[],
         model_note: "watermarks::setup_per_zone_wmarks()",
         feature: Some(Feature::PromoWatermark),
+    },
+    Change {
+        key: "tcp-defer-free",
+        commit: Some("68822bdf76f1"),
+        id_source: "Eric Dumazet's \"net: generalize skb freeing deferral to per-cpu lists\" \
+                    (net-next, April 2022), cited by later skb_attempt_defer_free() patches",
+        subject: "net: generalize skb freeing deferral to per-cpu lists",
+        version: v(5, 19),
+        version_verified: false,
+        version_note: "net-next for the 5.19 merge window (April 2022), with the \
+                       net.core.skb_defer_max sysctl (default 64)",
+        area: Area::FreeSite,
+        effect: "TCP's receive path hands a read skb to the CPU that allocated it \
+                 (skb_attempt_defer_free(), skb->alloc_cpu): over loopback the sender's CPU \
+                 frees its own frags unless net.core.skb_defer_max is 0",
+        implemented_in: &["netperf-udp"],
+        affects: &["netperf-udp"],
+        model_note: "kernel::skb::free_site; producer-consumer workloads with op.socket = \
+                     \"tcp\" free on the sender (flow on one CPU: no refills or drains) with \
+                     --skb-defer-max above 0",
+        feature: None,
     },
     Change {
         key: "pcp-spinlock",
@@ -516,9 +542,11 @@ pub const CHANGES: &[Change] = &[
         version_note: "Andrew Morton's MM pull for 6.7-rc1 lists the series (1 Nov 2023)",
         area: Area::FreePath,
         effect: "free_high needs two high-order frees in a row (PCPF_PREV_FREE_HIGH_ORDER)",
-        implemented_in: &["ops"],
+        implemented_in: &["ops", "netperf-udp"],
         affects: &["netperf-udp"],
-        model_note: "PcpState flags; netperf-udp's --free-high is all-or-nothing",
+        model_note: "PcpState flags; in netperf-udp's flow every free is of the flow's order, so \
+                     the previous free was high-order whenever the order is 1-3 \
+                     (crate::model::freehigh)",
         feature: None,
     },
     Change {
@@ -532,9 +560,11 @@ pub const CHANGES: &[Change] = &[
         area: Area::FreePath,
         effect: "free_high drains min(count, batch << scale) instead of the whole list, and \
                  with PCPF_FREE_HIGH_BATCH (LLC slice > 3 * batch) waits for count >= batch",
-        implemented_in: &["ops"],
+        implemented_in: &["ops", "netperf-udp"],
         affects: &["netperf-udp"],
-        model_note: "PcpState; netperf-udp treats free_high as a full bypass on every kernel",
+        model_note: "PcpState; netperf-udp's trigger drains min(count, batch << scale) and waits \
+                     for count >= batch with PCPF_FREE_HIGH_BATCH from the machine's LLC slice \
+                     (crate::model::freehigh, crate::kernel::ops::pcpf_free_high_batch)",
         feature: None,
     },
     Change {
@@ -580,10 +610,11 @@ pub const CHANGES: &[Change] = &[
         area: Area::High,
         effect: "pcp->high_min = zone_highsize(0), pcp->high_max = zone_highsize(8); \
                  pcp->high moves between them",
-        implemented_in: &["kernel", "ops"],
+        implemented_in: &["kernel", "ops", "netperf-udp"],
         affects: &["netperf-udp"],
-        model_note: "pageset limits; netperf-udp uses a fixed high (the one auto-tuning \
-                     settles at, calibrate::default_pcp)",
+        model_note: "pageset limits; netperf-udp takes high_min/high_max from the kernel's \
+                     formulas and the high the free path settles at between them \
+                     (calibrate::DefaultPcp::effective_high)",
         feature: None,
     },
     Change {
@@ -628,9 +659,11 @@ pub const CHANGES: &[Change] = &[
         area: Area::FreePath,
         effect: "free_factor -> free_count: free_high fires once free_count >= batch (pages \
                  freed since the last allocation, halved per allocation)",
-        implemented_in: &["ops"],
+        implemented_in: &["ops", "netperf-udp"],
         affects: &["netperf-udp"],
-        model_note: "PcpState; netperf-udp's --free-high does not follow the trigger",
+        model_note: "PcpState; netperf-udp's drains are clamp(free_count, batch, high - batch) \
+                     with free_count from the consumer's allocations (crate::model::pcp), and \
+                     its free_high trigger counts free_count (crate::model::freehigh)",
         feature: None,
     },
     Change {
@@ -678,9 +711,10 @@ pub const CHANGES: &[Change] = &[
         version_note: "not in v6.15 (tested on top of it), on linus/master in mid 2025: 6.16",
         area: Area::FreePath,
         effect: "free_high fires only once free_count >= batch + high_min / 2",
-        implemented_in: &["ops"],
+        implemented_in: &["ops", "netperf-udp"],
         affects: &["netperf-udp"],
-        model_note: "PcpState::free threshold; netperf-udp's --free-high does not follow it",
+        model_note: "PcpState::free threshold; netperf-udp's trigger uses batch + high_min / 2 \
+                     from 6.16 (crate::model::freehigh)",
         feature: None,
     },
     Change {
@@ -700,6 +734,28 @@ pub const CHANGES: &[Change] = &[
         affects: &["memcg-netperf"],
         model_note: "model::memcg::shared (StockCode from the kernel); matters only with \
                      --memcgs > 1",
+        feature: None,
+    },
+    Change {
+        key: "udp-defer-free",
+        commit: None,
+        id_source: "not verified: Eric Dumazet's \"udp: use skb_attempt_defer_free()\" \
+                    (net-next 2025); skb_consume_udp() calls skb_attempt_defer_free() in the \
+                    stored 6.18-era net/ipv4/udp.c",
+        subject: "udp: use skb_attempt_defer_free()",
+        version: v(6, 18),
+        version_verified: false,
+        version_note: "this project's 6.18 host frees every frag of a UDP loopback stream on \
+                       the sender's CPU with skb_defer_max 64 and on the receiver's with 0 \
+                       (data/host/flows/trace-udp-*.json); the first release is inferred",
+        area: Area::FreeSite,
+        effect: "UDP's receive path hands a read skb to the CPU that allocated it: the \
+                 sender's CPU frees its own frags unless net.core.skb_defer_max is 0",
+        implemented_in: &["netperf-udp"],
+        affects: &["netperf-udp"],
+        model_note: "kernel::skb::free_site; producer-consumer workloads with op.socket = \
+                     \"udp\" free on the sender (flow on one CPU: no refills or drains) with \
+                     --skb-defer-max above 0",
         feature: None,
     },
     Change {

@@ -25,6 +25,8 @@
 //! tracepoints, `tools/trace_pcp_flow.py`): 64 KiB writes on a socketpair allocate one page of
 //! each order 3, 2, 1 and 0 per write on the writer's CPU and free the same on the reader's.
 
+use crate::kernel::version::KernelVersion;
+
 /// `PAGE_SIZE`, bytes.
 pub const PAGE_SIZE: u64 = 4096;
 /// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86-64 (17 frags, 6.x), bytes.
@@ -123,9 +125,126 @@ pub fn sctp_data_chunk_order(payload: u64) -> Option<u8> {
     Some((u64::BITS - (pages - 1).leading_zeros()) as u8)
 }
 
+/// `net.core.skb_defer_max`'s default (`sysctl_skb_defer_max`, net/core/sysctl_net_core.c,
+/// 5.19+): skbs a CPU may queue on another CPU's `defer_list` before it frees them itself.
+pub const SKB_DEFER_MAX_DEFAULT: u32 = 64;
+
+/// The first kernel with deferred skb freeing (`skb_attempt_defer_free()`, commit
+/// 68822bdf76f1 "net: generalize skb freeing deferral to per-cpu lists", 5.19, with the
+/// `net.core.skb_defer_max` sysctl): TCP's receive path (`tcp_eat_recv_skb()`) hands a consumed
+/// skb back to the CPU that allocated it (`skb->alloc_cpu`).
+pub const TCP_DEFER_VERSION: KernelVersion = KernelVersion::new(5, 19);
+
+/// The first kernel whose UDP receive path defers (`skb_consume_udp()` calls
+/// `skb_attempt_defer_free()`, "udp: use skb_attempt_defer_free()", 6.18 net-next). Seen on
+/// this project's 6.18 host: with the default `skb_defer_max` every order-3 frag of a UDP
+/// loopback stream is freed on the sender's CPU (data/host/flows/udp-defer64-*.json).
+pub const UDP_DEFER_VERSION: KernelVersion = KernelVersion::new(6, 18);
+
+/// The socket a producer-consumer workload moves its pages through (workload field
+/// `op.socket`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Socket {
+    /// UDP (`skb_consume_udp()` frees a read datagram).
+    Udp,
+    /// TCP (`tcp_eat_recv_skb()` frees a read segment).
+    Tcp,
+    /// AF_UNIX stream (`consume_skb()` in the reader: never deferred).
+    Unix,
+    /// SCTP (`sctp_ulpevent_free()` / `kfree_skb()` in the reader: never deferred).
+    Sctp,
+}
+
+impl Socket {
+    /// Lower-case name, as the workload file spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Socket::Udp => "udp",
+            Socket::Tcp => "tcp",
+            Socket::Unix => "unix",
+            Socket::Sctp => "sctp",
+        }
+    }
+
+    /// The first kernel whose receive path hands this socket's consumed skbs back to the
+    /// allocating CPU, or None when it never does.
+    pub fn defers_from(self) -> Option<KernelVersion> {
+        match self {
+            Socket::Tcp => Some(TCP_DEFER_VERSION),
+            Socket::Udp => Some(UDP_DEFER_VERSION),
+            Socket::Unix | Socket::Sctp => None,
+        }
+    }
+}
+
+/// Which CPU frees the pages of a received skb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FreeSite {
+    /// The receiving CPU frees what it read (`consume_skb()` there).
+    Receiver,
+    /// The receiving CPU queues the skb on the allocating CPU's `defer_list`, which frees it
+    /// (`skb_defer_free_flush()` in that CPU's softirq): the sender allocates and frees.
+    Sender,
+}
+
+/// Who frees a received skb's pages on `kernel` with `net.core.skb_defer_max = defer_max`,
+/// and why (one line naming the kernel rule). `skb_attempt_defer_free()` frees on the current
+/// CPU when `skb_defer_max` is 0 ("nodefer"); a full defer list (`defer_count >= defer_max`)
+/// also frees locally, which a sender that flushes its list at every softirq keeps rare (0 of
+/// 17,790 frees on this host's UDP trace).
+pub fn free_site(socket: Socket, kernel: KernelVersion, defer_max: u32) -> (FreeSite, String) {
+    match socket.defers_from() {
+        None => (
+            FreeSite::Receiver,
+            format!(
+                "{} sockets free a read skb on the reading CPU on every kernel (no skb_attempt_defer_free())",
+                socket.as_str()
+            ),
+        ),
+        Some(v) if kernel < v => (
+            FreeSite::Receiver,
+            format!(
+                "{} defers skb freeing to the allocating CPU from {v}; kernel {kernel} frees on the reading CPU",
+                socket.as_str()
+            ),
+        ),
+        Some(v) if defer_max == 0 => (
+            FreeSite::Receiver,
+            format!(
+                "net.core.skb_defer_max = 0: skb_attempt_defer_free() frees on the reading CPU (the {} deferral of {v}+ is off)",
+                socket.as_str()
+            ),
+        ),
+        Some(v) => (
+            FreeSite::Sender,
+            format!(
+                "{} on {kernel} (deferral since {v}), net.core.skb_defer_max = {defer_max}: skb_attempt_defer_free() hands each read skb back to the CPU that allocated it, so the sender frees its own pages",
+                socket.as_str()
+            ),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The deferral by socket, version and sysctl: TCP from 5.19, UDP from 6.18, AF_UNIX and
+    /// SCTP never; `skb_defer_max = 0` turns it off.
+    #[test]
+    fn free_site_follows_socket_version_and_sysctl() {
+        let k = KernelVersion::new;
+        let d = SKB_DEFER_MAX_DEFAULT;
+        assert_eq!(free_site(Socket::Udp, k(6, 18), d).0, FreeSite::Sender);
+        assert_eq!(free_site(Socket::Udp, k(6, 17), d).0, FreeSite::Receiver);
+        assert_eq!(free_site(Socket::Udp, k(6, 18), 0).0, FreeSite::Receiver);
+        assert_eq!(free_site(Socket::Tcp, k(5, 19), d).0, FreeSite::Sender);
+        assert_eq!(free_site(Socket::Tcp, k(5, 18), d).0, FreeSite::Receiver);
+        assert_eq!(free_site(Socket::Unix, k(6, 18), d).0, FreeSite::Receiver);
+        assert_eq!(free_site(Socket::Sctp, k(6, 18), d).0, FreeSite::Receiver);
+    }
 
     /// lmbench's 64 KiB write: a 36544-byte skb with one order-3 frag, then 28992 bytes whose
     /// 7 frag pages go as orders 2, 1 and 0; what the host's tracepoints show per write.

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::fit::calibrate::{netperf_fit_options, netperf_params, WorkloadSource};
+use crate::fit::calibrate::{netperf_fit_options, WorkloadSource};
 use crate::fit::{fit, CsvColumns, Dataset, SWEEP_COLUMNS};
 use crate::hw::machine::Machine;
 
@@ -114,13 +114,21 @@ const MODEL: &str = "netperf-pcp-high";
 
 /// Compares the blind netperf prediction for `machine` with the sweep in `csv` (text; `label`
 /// names it in errors).
-pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comparison> {
-    // Thread 004's workload (netperf-udp, by its alias) and its kind's own fit of the thread's
-    // table.
+///
+/// The prediction is the workload's own model on `knobs`' kernel (its PCP rules and who frees
+/// the pages: `skb_defer_max` among the knobs' extras), the one `predict` and `optimal-high`
+/// evaluate.
+pub fn compare_netperf(
+    machine: &Machine,
+    csv: &str,
+    label: &str,
+    knobs: &crate::workload::Knobs,
+) -> Result<Comparison> {
+    // Thread 004's workload (netperf-udp, by its alias) as its kind builds it for the knobs.
     let w = crate::workload::resolve(MODEL)?;
-    let model = w.kind.native_fit(&w.spec, machine)?.ok_or_else(|| {
-        Error::Unsupported(format!("workload {} has no fit of its own", w.spec.name))
-    })?;
+    let reuse = w.kind.reuse_model(&w.spec, machine, knobs)?;
+    let regime = reuse.model.flow_regime();
+    let model: Box<dyn crate::fit::FitModel> = Box::new(reuse.model.clone());
     // The sweep `measure pcp --out` writes, or thread 004's table (`data 004_netperf_pcp_high
     // --format csv`): their other columns are accepted and not read; any other column is an
     // error.
@@ -140,7 +148,10 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
         "the workload compared, netperf-udp",
         &["netperf-udp", MODEL],
     )?;
-    let mut notes = Vec::new();
+    let mut notes = vec![format!(
+        "predicted for kernel {} ({regime})",
+        knobs.kernel_or_default()
+    )];
     if let Some(n) = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())? {
         notes.push(n);
     }
@@ -179,7 +190,7 @@ pub fn compare_netperf(machine: &Machine, csv: &str, label: &str) -> Result<Comp
             ds.columns_not_read.join(", ")
         ));
     }
-    let blind = netperf_params(machine)?;
+    let blind = reuse.params.clone();
     let blind_source = match &blind.source {
         WorkloadSource::Fitted { data } => {
             format!("fitted to {data} (this machine has thread-004 data: not blind for it)")

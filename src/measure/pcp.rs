@@ -85,10 +85,22 @@ impl Workload {
 
     /// Runs the workload for `secs` seconds and returns its score.
     pub fn run(&self, secs: f64, ncpus: u32) -> Result<f64> {
+        Ok(self.run_counted(secs, ncpus)?.0)
+    }
+
+    /// Runs the workload for `secs` seconds: its score and, for the UDP stream, the share of
+    /// the bytes sent that the receiver read (the rest was dropped at the full receive buffer,
+    /// in the sender's softirq on loopback, where those pages are freed).
+    pub fn run_counted(&self, secs: f64, ncpus: u32) -> Result<(f64, Option<f64>)> {
         match *self {
-            Workload::NetperfUdp { sender, receiver } => udp_stream(sender, receiver, secs),
-            Workload::AfUnix { writer, reader } => af_unix_stream(writer, reader, secs),
-            Workload::PageFault { tasks } => page_fault(tasks, ncpus, secs),
+            Workload::NetperfUdp { sender, receiver } => {
+                let (score, share) = udp_stream(sender, receiver, secs)?;
+                Ok((score, Some(share)))
+            }
+            Workload::AfUnix { writer, reader } => {
+                Ok((af_unix_stream(writer, reader, secs)?, None))
+            }
+            Workload::PageFault { tasks } => Ok((page_fault(tasks, ncpus, secs)?, None)),
         }
     }
 }
@@ -103,8 +115,9 @@ const READ_TIMEOUT: Duration = Duration::from_millis(50);
 /// A sender thread pinned to `sender` calls `send` with a `chunk`-byte buffer until told to
 /// stop, while this thread, pinned to `receiver`, calls `recv` for `secs` seconds; then it
 /// keeps reading until the sender has seen the stop flag, so the sender never stays blocked on
-/// a full socket. Returns the bytes read in the interval and its length in seconds. `recv`
-/// must time out (the sockets get [`READ_TIMEOUT`]).
+/// a full socket. Returns the bytes read in the interval, its length in seconds, and the bytes
+/// read and sent over the whole run (interval and drain). `send` returns the bytes it sent.
+/// `recv` must time out (the sockets get [`READ_TIMEOUT`]).
 fn pinned_stream<S, R>(
     label: &str,
     sender: u32,
@@ -113,23 +126,24 @@ fn pinned_stream<S, R>(
     chunk: usize,
     mut send: S,
     mut recv: R,
-) -> Result<(u64, f64)>
+) -> Result<(u64, f64, u64, u64)>
 where
-    S: FnMut(&[u8]) -> Result<()> + Send + 'static,
+    S: FnMut(&[u8]) -> Result<usize> + Send + 'static,
     R: FnMut(&mut [u8]) -> std::io::Result<usize>,
 {
     let start = Arc::new(Barrier::new(2));
     let stop = Arc::new(AtomicBool::new(false));
     let (s2, st2) = (Arc::clone(&start), Arc::clone(&stop));
-    let tx = std::thread::spawn(move || -> Result<()> {
+    let tx = std::thread::spawn(move || -> Result<u64> {
         let pinned = pin_current_thread(sender);
         s2.wait();
         pinned?;
         let buf = vec![0x5au8; chunk];
+        let mut sent = 0u64;
         while !st2.load(Ordering::Relaxed) {
-            send(&buf)?;
+            sent += send(&buf)? as u64;
         }
-        Ok(())
+        Ok(sent)
     });
     let saved = super::latency::allowed_cpus();
     let pinned = pin_current_thread(receiver);
@@ -147,20 +161,24 @@ where
     }
     let elapsed = t0.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
+    let mut total = bytes;
     while !tx.is_finished() {
-        let _ = recv(&mut buf);
+        if let Ok(n) = recv(&mut buf) {
+            total += n as u64;
+        }
     }
     set_allowed_cpus(&saved);
     let sent = tx
         .join()
         .map_err(|_| Error::Unsupported(format!("{label}: the sender panicked")))?;
     pinned?;
-    sent?;
-    Ok((bytes, elapsed))
+    let sent = sent?;
+    Ok((bytes, elapsed, total, sent))
 }
 
-/// A UDP stream over loopback for `secs` seconds: Mbit/s received.
-fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
+/// A UDP stream over loopback for `secs` seconds: Mbit/s received, and the share of the bytes
+/// sent that were received.
+fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<(f64, f64)> {
     let e =
         |what: &str, err: std::io::Error| Error::Unsupported(format!("UDP stream: {what}: {err}"));
     let rx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
@@ -170,11 +188,8 @@ fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
     let tx = UdpSocket::bind("127.0.0.1:0").map_err(|x| e("bind", x))?;
     tx.connect(addr).map_err(|x| e("connect", x))?;
     // ENOBUFS/ECONNREFUSED are transient on loopback: the sender keeps sending.
-    let send = move |buf: &[u8]| {
-        let _ = tx.send(buf);
-        Ok(())
-    };
-    let (bytes, secs) = pinned_stream(
+    let send = move |buf: &[u8]| Ok(tx.send(buf).unwrap_or(0));
+    let (bytes, secs, read, sent) = pinned_stream(
         "UDP stream",
         sender,
         receiver,
@@ -183,7 +198,12 @@ fn udp_stream(sender: u32, receiver: u32, secs: f64) -> Result<f64> {
         send,
         |b| rx.recv(b),
     )?;
-    Ok(bytes as f64 * 8.0 / secs / 1e6)
+    let share = if sent > 0 {
+        (read as f64 / sent as f64).min(1.0)
+    } else {
+        f64::NAN
+    };
+    Ok((bytes as f64 * 8.0 / secs / 1e6, share))
 }
 
 /// lmbench bw_unix's transfer size: 64 KiB per write and read (`XFERSIZE`, src/bw_unix.c).
@@ -199,8 +219,12 @@ fn af_unix_stream(writer: u32, reader: u32, secs: f64) -> Result<f64> {
     let (mut tx, mut rx) = UnixStream::pair().map_err(|x| e("socketpair", x))?;
     rx.set_read_timeout(Some(READ_TIMEOUT))
         .map_err(|x| e("timeout", x))?;
-    let send = move |buf: &[u8]| tx.write_all(buf).map_err(|x| e("write", x));
-    let (bytes, secs) = pinned_stream(
+    let send = move |buf: &[u8]| {
+        tx.write_all(buf)
+            .map(|()| buf.len())
+            .map_err(|x| e("write", x))
+    };
+    let (bytes, secs, _, _) = pinned_stream(
         "AF_UNIX stream",
         writer,
         reader,
@@ -404,6 +428,9 @@ pub struct Point {
     /// before the run (ping-pong, median of 5 x 5000 round trips), ns. In a VM it shows where
     /// the hypervisor placed the two vCPUs at that moment.
     pub c2c_ns: Option<f64>,
+    /// netperf-udp: bytes the receiver read over bytes the sender sent (the rest was dropped
+    /// at the receive buffer and freed on the sender's CPU).
+    pub received_share: Option<f64>,
 }
 
 /// Medians and spread of one setting.
@@ -473,22 +500,35 @@ pub fn fit_csv(machine: &str, workload: &Workload, settings: &[Setting]) -> Stri
 pub fn raw_csv(workload: &Workload, points: &[Point]) -> String {
     let mut s = format!(
         "# pcpmodel measure pcp --workload {}: every point in run order; score in {}\n\
-         percpu_pagelist_high_fraction,repeat,score,pcp_high_pages,c2c_ns\n",
+         percpu_pagelist_high_fraction,repeat,score,pcp_high_pages,c2c_ns,received_share\n",
         workload.name(),
         workload.unit()
     );
     for p in points {
         let h: Vec<f64> = p.consumer_high.iter().map(|&h| h as f64).collect();
         s.push_str(&format!(
-            "{},{},{:.1},{},{}\n",
+            "{},{},{:.1},{},{},{}\n",
             p.fraction,
             p.repeat,
             p.score,
             Spread::of(&h).map_or(String::new(), |x| format!("{:.0}", x.median)),
-            p.c2c_ns.map_or(String::new(), |c| format!("{c:.1}"))
+            p.c2c_ns.map_or(String::new(), |c| format!("{c:.1}")),
+            p.received_share
+                .filter(|x| x.is_finite())
+                .map_or(String::new(), |r| format!("{r:.4}"))
         ));
     }
     s
+}
+
+/// Median over the points of the bytes received over the bytes sent (the UDP stream), or None.
+pub fn received_share_median(points: &[Point]) -> Option<f64> {
+    let v: Vec<f64> = points
+        .iter()
+        .filter_map(|p| p.received_share)
+        .filter(|x| x.is_finite())
+        .collect();
+    Spread::of(&v).map(|s| s.median)
 }
 
 /// Runs a sweep: for each planned point, set the sysctl, run, read /proc/zoneinfo. `stop` is
@@ -522,7 +562,7 @@ pub fn sweep(
             }
             _ => None,
         };
-        let score = workload.run(secs, ncpus)?;
+        let (score, received_share) = workload.run_counted(secs, ncpus)?;
         let text = std::fs::read_to_string(zoneinfo).map_err(|e| Error::io(&label, e))?;
         let live = live_high(&text, &label)?;
         let consumer_high = live
@@ -538,6 +578,7 @@ pub fn sweep(
             consumer_high,
             all_high: live.high,
             c2c_ns,
+            received_share,
         });
     }
     progress(order.len(), order.len(), 0);
@@ -586,7 +627,9 @@ mod tests {
 
     #[test]
     fn udp_stream_moves_bytes() {
-        let mbps = udp_stream(0, 0, 0.05).unwrap();
+        let (mbps, share) = udp_stream(0, 0, 0.05).unwrap();
         assert!(mbps > 0.0);
+        // Bytes read over bytes sent: a share, whatever the loopback dropped.
+        assert!((0.0..=1.0).contains(&share), "{share}");
     }
 }

@@ -155,6 +155,15 @@ pub struct NetperfModel {
 }
 
 impl NetperfModel {
+    /// The kernel rule that governs the flow, in words (the PCP dynamics' regime at the flow's
+    /// own high), or why it could not be derived.
+    pub fn flow_regime(&self) -> String {
+        match dynamics(&self.flow) {
+            Ok(d) => d.regime,
+            Err(e) => format!("no regime: {e}"),
+        }
+    }
+
     /// Predicts one high with a parameter vector in [`PARAM_NAMES`] order.
     pub fn estimate(&self, params: &[f64], high_pages: u32) -> Result<NetperfEstimate> {
         let mut f = self.flow;

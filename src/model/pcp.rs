@@ -74,16 +74,17 @@ use crate::error::{Error, Result};
 use crate::kernel::version::{Era, KernelVersion};
 use crate::model::cache::{ReuseDist, Segment};
 
-/// Allocations the consumer CPU makes per page it frees in thread 004's netperf run: the one
+/// Allocations the consumer CPU makes per block it frees in thread 004's netperf run: the one
 /// workload parameter shared by both machines.
 ///
-/// The kernel code cannot settle it: a CPU that never allocates lets `free_factor` saturate
-/// (drains of `high − batch`), while one allocation per drain cycle resets it (drains of `batch`),
-/// and thread 004 does not say which happened. Fitted in its two regimes to both machines' data,
-/// the allocating regime fits better on both (relative RMS: Icelake 1.93 % vs 2.14 %, Skylake
-/// 0.66 % vs 1.00 %) and is the only one that keeps the Skylake desktop flat up to high = 1024
-/// as measured, so it is the default; `validate` reports the pure-consumer regime beside it.
-pub const CONSUMER_ALLOCS_PER_FREE_004: f64 = 1.0;
+/// Measured, not fitted: a UDP loopback stream traced on this project's host with
+/// `net.core.skb_defer_max = 0` (the receiver frees, as every kernel before the UDP deferral of
+/// 6.18 does) shows the receiving CPU making 91 page allocations while it frees 11,294 order-3
+/// frags (`data/host/flows/trace-udp-defer0-2026-12-04.json`): a pure consumer to within
+/// 0.0081 allocations per block, so its free_factor saturates (5.14-6.6: drains of
+/// `high - batch`) and free_high fires on 5.18+. `models/workloads/netperf-udp.toml` carries
+/// the same value with that provenance (a test holds the two equal).
+pub const CONSUMER_ALLOCS_PER_FREE_004: f64 = 0.0081;
 
 /// A producer → consumer page flow through the PCP lists.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -112,6 +113,11 @@ pub struct Flow {
     pub free_high_pages_per_event: f64,
     /// Producer and consumer are the same CPU.
     pub same_cpu: bool,
+    /// Share of the producer's pages that the consumer CPU frees (1: all of them, thread
+    /// 004's flow); the rest the producer frees itself (datagrams dropped in its own softirq,
+    /// skbs the network stack hands back to the allocating CPU) and reuses from its list head.
+    /// Ignored when `same_cpu` is set (share 0).
+    pub consumer_free_share: f64,
 }
 
 fn ser_version<S: serde::Serializer>(
@@ -140,6 +146,7 @@ impl Flow {
             free_high_share: 0.0,
             free_high_pages_per_event: 0.0,
             same_cpu: false,
+            consumer_free_share: 1.0,
         }
     }
 
@@ -156,6 +163,9 @@ impl Flow {
         }
         if !(self.consumer_allocs_per_free.is_finite() && self.consumer_allocs_per_free >= 0.0) {
             return bad("consumer_allocs_per_free", "must be a finite number >= 0");
+        }
+        if !(0.0..=1.0).contains(&self.consumer_free_share) {
+            return bad("consumer_free_share", "must be within 0..=1");
         }
         if !(0.0..=1.0).contains(&self.free_high_share) {
             return bad("free_high_share", "must be within 0..=1");
@@ -226,7 +236,7 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
     let (drain_pages, regime, bypass) = if flow.same_cpu {
         (
             u,
-            "same CPU: freed pages are reused from the list head".to_string(),
+            "same CPU: freed pages are reused from the list head, no refills or drains".to_string(),
             false,
         )
     } else if flow.high_pages == 0 {
@@ -300,19 +310,67 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
             bypass,
         )
     };
+    // On one CPU the frees refill the list the allocations empty: in steady state neither side
+    // takes zone->lock (1 refill and 0 drains in 17,790 order-3 allocations of a UDP stream
+    // whose sender freed its own pages, data/host/flows/trace-udp-defer64-2026-12-04.json).
+    let lock_share = if flow.same_cpu { 0.0 } else { 1.0 };
     let d = Dynamics {
         drain_pages,
         refill_pages,
-        drain_kinds: vec![(holds_per_drain / drain_pages, drain_pages / holds_per_drain)],
-        refill_holds_per_page: 1.0 / refill_pages,
+        drain_kinds: vec![(
+            lock_share * holds_per_drain / drain_pages,
+            drain_pages / holds_per_drain,
+        )],
+        refill_holds_per_page: lock_share / refill_pages,
         reuse,
         regime,
     };
     let phi = flow.free_high_share;
-    if bypass || phi <= 0.0 {
+    let d = if bypass || phi <= 0.0 {
+        d
+    } else {
+        with_free_high_share(d, phi, flow, u, b)
+    };
+    let s = flow.consumer_free_share;
+    if flow.same_cpu || s >= 1.0 {
         return Ok(d);
     }
-    Ok(with_free_high_share(d, phi, flow, u, b))
+    Ok(with_consumer_share(d, s, u))
+}
+
+/// A flow whose consumer frees only a share `s` of the pages: the producer frees the rest on its
+/// own list and reuses them from its head at once (`D ~ U[0, 2u)`, no zone->lock), so the
+/// consumer's drains and the producer's refills are per page `s` times the two-CPU flow's.
+fn with_consumer_share(d: Dynamics, s: f64, u: f64) -> Dynamics {
+    let local = ReuseDist::uniform(0.0, 2.0 * u);
+    let mut segments: Vec<Segment> = d
+        .reuse
+        .segments
+        .iter()
+        .map(|g| Segment {
+            weight: g.weight * s,
+            ..*g
+        })
+        .collect();
+    segments.extend(local.segments.iter().map(|g| Segment {
+        weight: g.weight * (1.0 - s),
+        ..*g
+    }));
+    Dynamics {
+        drain_kinds: d
+            .drain_kinds
+            .iter()
+            .map(|&(holds_per_page, size)| (s * holds_per_page, size))
+            .collect(),
+        refill_holds_per_page: s * d.refill_holds_per_page,
+        reuse: ReuseDist { segments },
+        regime: format!(
+            "{}; the consumer frees {:.0} % of the pages, the producer the rest on its own list",
+            d.regime,
+            100.0 * s
+        ),
+        ..d
+    }
 }
 
 /// Mixes the free_high drains of a share `phi` of the pages into the flow's dynamics: those

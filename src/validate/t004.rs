@@ -2,12 +2,12 @@
 //!
 //! Rows: every point fitted (2 free parameters per machine: `score_scale`, `fixed_ns`), every
 //! point again held out (leave-one-out: refitted without it), and the regression of the thread's
-//! subject line (f26b3fa046, −18.0 %) predicted as bypass vs the kernel's default pcp->high on the
-//! machine file, which no fit sees.
+//! subject line (f26b3fa046, −18.0 %) predicted by the workload's own `predict` on the commit's
+//! kernel against its parent, which no fit sees.
 
 use crate::data;
 use crate::error::Result;
-use crate::fit::calibrate::{default_pcp, fit_netperf_004, KERNEL_004};
+use crate::fit::calibrate::fit_netperf_004;
 use crate::fit::{fit, FitModel};
 use crate::hw::machine::Machine;
 use crate::validate::{Role, TableValidation, ValidationRow};
@@ -75,53 +75,53 @@ pub fn validate() -> Result<TableValidation> {
             }
         }
         // The other regime of the shared workload parameter (see CONSUMER_ALLOCS_PER_FREE_004):
-        // a pure consumer, whose free_factor saturates (drains of high - batch).
+        // a consumer that allocates once per block it frees, whose free_factor is reset at
+        // every drain (drains of batch), which the host trace refutes for a UDP receiver.
         let mut alt = model.clone();
-        alt.flow.consumer_allocs_per_free = 0.0;
+        alt.flow.consumer_allocs_per_free = 1.0;
         let ds = crate::fit::calibrate::netperf_dataset_004(&alt, name)?;
         let mut opts = crate::fit::calibrate::netperf_fit_options(&alt);
         opts.loo = false;
         if let Ok(r) = fit(&alt as &dyn FitModel, &ds, &opts) {
             notes.push(format!(
-                "{name}: relative RMS {:.2} % with the consumer CPU allocating between drains (the default: drains of batch) vs {:.2} % for a pure consumer (free_factor saturates: drains of high - batch)",
+                "{name}: relative RMS {:.2} % with the traced receiver ({} allocations per block freed: free_factor saturates) vs {:.2} % if it allocated once per block (drains of batch)",
                 100.0 * report.rms_rel.unwrap_or(f64::NAN),
+                model.flow.consumer_allocs_per_free,
                 100.0 * r.rms_rel.unwrap_or(f64::NAN)
             ));
         }
     }
 
-    // The regression in the subject line: f26b3fa046 makes a pure consumer of order-3 pages drain
-    // its whole list on every free (free_high), i.e. bypass, where its parent used the default
-    // pcp->high of the machine (5.18 formulas on the machine file's memory).
+    // The regression in the subject line, through the workload's own prediction: netperf-udp
+    // on the commit's first kernel against the one before it, each at its default pcp->high;
+    // the free_high trigger follows the traced receiver's allocations (no regime is chosen).
+    let w = crate::workload::resolve("netperf-udp")?;
     for reg in data::regression_004()? {
         let machine = Machine::builtin(&reg.machine)?;
-        let (model, report) = fit_netperf_004(&machine)?;
-        let params: Vec<f64> = report.params.iter().map(|p| p.value).collect();
-        let default = default_pcp(&machine, KERNEL_004)?;
-        let high = default.effective_high(5);
-        let before = model.estimate(&params, high)?.score;
-        // free_high fires when pcp->free_factor > 0 at a high-order free; every allocation on
-        // the CPU halves free_factor (5.18-6.6, src/kernel/ops.rs), so a consumer that
-        // allocates at least once between frees (the fitted regime,
-        // consumer_allocs_per_free >= 1) arrives at almost every free with free_factor 0 and
-        // free_high does not fire. The row follows the regime the fit implies, whatever it gives.
-        let mut after_model = model.clone();
-        let fires = after_model.flow.consumer_allocs_per_free < 1.0;
-        after_model.flow.free_high = fires;
-        let after = after_model.estimate(&params, high)?.score;
-        let predicted = 100.0 * (after / before - 1.0);
-        let mut pure = model.clone();
-        pure.flow.free_high = true;
-        pure.flow.consumer_allocs_per_free = 0.0;
-        let pure_pct = 100.0 * (pure.estimate(&params, high)?.score / before - 1.0);
-        notes.push(format!(
-            "{} {}: with the fitted {} allocation(s) per free on the consumer CPU, free_high {} (free_factor is halved by each allocation), so the commit is predicted at {predicted:+.1} % (measured {:+.1} %); a pure consumer (no allocations, free_high bypassing every free) would give {pure_pct:+.1} %",
-            reg.machine,
-            reg.commit,
-            after_model.flow.consumer_allocs_per_free,
-            if fires { "fires" } else { "almost never fires" },
-            reg.change_pct
-        ));
+        let change = crate::kernel::changes::by_key("free-high").ok_or_else(|| {
+            crate::error::Error::Unsupported("kernel timeline lacks free-high".into())
+        })?;
+        let after_kernel = change.version;
+        let before_kernel = crate::kernel::version::KernelVersion::new(
+            after_kernel.major,
+            after_kernel.minor.saturating_sub(1),
+        );
+        let score = |k| -> Result<f64> {
+            let knobs = crate::workload::Knobs {
+                kernel: Some(k),
+                means_only: true,
+                ..Default::default()
+            };
+            let p = w.predict(&machine, &knobs)?;
+            p.outputs
+                .iter()
+                .find(|(n, _)| n == "score")
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    crate::error::Error::Unsupported("netperf-udp predicts no score".into())
+                })
+        };
+        let predicted = 100.0 * (score(after_kernel)? / score(before_kernel)? - 1.0);
         rows.push(ValidationRow::new(
             "004",
             &reg.machine,
@@ -132,7 +132,7 @@ pub fn validate() -> Result<TableValidation> {
             "%",
             Role::Seen,
             format!(
-                "free_high as the fitted regime implies ({}) vs the kernel's default pcp->high {high} pages on 5.18 (computed from the machine file), with the parameters fitted to the pcp->high table; the measured change itself is never fitted", if fires { "fires" } else { "does not fire: the consumer allocates between frees" }
+                "predict netperf-udp on {after_kernel} vs {before_kernel} at each kernel's default pcp->high; free_high fires by the trigger rule for the receiver's traced allocations"
             ),
         ));
     }
@@ -146,7 +146,6 @@ pub fn validate() -> Result<TableValidation> {
         vec![
             "score_scale (per machine)".to_string(),
             "fixed_ns (per machine)".to_string(),
-            "consumer_allocs_per_free (shared; regime chosen by both machines' data)".to_string(),
         ],
         (4, &["score"]),
         notes,

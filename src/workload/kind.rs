@@ -131,10 +131,17 @@ impl Knobs {
     /// Fails when a knob is set that `kind` does not read (it would be silently ignored).
     pub fn check_read_by(&self, kind: &dyn Kind, workload: &str) -> Result<()> {
         let read = kind.knobs();
+        // A workload parameter the kind reads may be set like a knob (`--param NAME=VALUE`).
+        let params: Vec<String> = kind
+            .params_read()
+            .unwrap_or(&[])
+            .iter()
+            .map(|p| extra_flag(p))
+            .collect();
         let unread: Vec<String> = self
             .set_flags()
             .into_iter()
-            .filter(|f| !read.contains(&f.as_str()))
+            .filter(|f| !read.contains(&f.as_str()) && !params.contains(f))
             .map(|f| format!("--{f}"))
             .collect();
         if unread.is_empty() {

@@ -145,6 +145,12 @@ pub struct OpSpec {
     /// Where the partner runs (when `freed_by = "partner"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Sourced<PlacementSpec>>,
+    /// The socket the pages travel through (when `freed_by = "partner"` and the pages are skb
+    /// data): it decides, with the kernel version and `net.core.skb_defer_max`, whether the
+    /// receiver or the sender frees them ([`crate::kernel::skb::free_site`]). Absent: the
+    /// partner frees on every kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<Sourced<crate::kernel::skb::Socket>>,
     /// Bytes of each page written or read by the workload (0 for an in-kernel loop that never
     /// touches the memory, 4096 for a fill).
     pub touch_bytes_per_page: Quantity,

@@ -52,6 +52,7 @@ use crate::fit::calibrate::{
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::layout::PAGE_BYTES;
+use crate::kernel::skb::{free_site, FreeSite, SKB_DEFER_MAX_DEFAULT};
 use crate::kernel::version::KernelVersion;
 use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
@@ -62,6 +63,10 @@ use crate::workload::spec::FreedBy;
 /// Valid `params.consumer_allocs_per_free`.
 const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
     crate::bounds::Range::real("allocations per free", 0.0, 1e3, "", "a rate");
+
+/// Valid `params.receiver_free_share` and `params.receiver_free_share_deferred`.
+const RECEIVER_FREE_SHARE: crate::bounds::Range =
+    crate::bounds::Range::real("share of pages", 0.0, 1.0, "", "a share");
 
 /// Valid `params.free_run_pages`.
 const FREE_RUN_PAGES: crate::bounds::Range =
@@ -131,6 +136,7 @@ const KNOBS: &[&str] = &[
     "nodes",
     "batch",
     "scale-max",
+    "skb-defer-max",
 ];
 
 /// The pairs' model on `machine`: thread 004's flow with the workload's order and consumer
@@ -150,6 +156,10 @@ struct Setup {
     free_high_threshold: Option<u32>,
     high: Option<u32>,
     sharers: u32,
+    /// Share of the pages the receiver's CPU frees (the rest the sender frees itself: all of
+    /// them when the kernel hands read skbs back to the allocating CPU,
+    /// [`crate::kernel::skb::free_site`]).
+    receiver_share: f64,
 }
 
 impl Setup {
@@ -164,7 +174,14 @@ impl Setup {
             model.flow.scale_max = u32::from(s);
         }
         model.flow.free_high = self.free_high;
-        if !self.free_high {
+        model.flow.consumer_free_share = self.receiver_share;
+        model.flow.same_cpu = self.receiver_share <= 0.0;
+        if model.flow.same_cpu {
+            // The sender frees what it allocates: its frees and allocations interleave, so
+            // free_count is halved between frees and free_high has no run to fire on (0 drains
+            // in 17,790 frees on this host's UDP trace).
+            model.flow.free_high = false;
+        } else if !self.free_high {
             let t = free_high_trigger(machine, self, &model, self.free_run_pages)?;
             model.flow.free_high_share = t.share;
             model.flow.free_high_pages_per_event = t.pages_per_event;
@@ -253,6 +270,8 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
     let running = running_pairs(machine, pairs, nodes);
     let consumer_allocs_per_free =
         super::param(w, k, "consumer_allocs_per_free", CONSUMER_ALLOCS_PER_FREE)?;
+    let (site, _) = free_site_of(w, k, kernel);
+    let receiver_share = receiver_share(w, k, site)?;
     let setup = Setup {
         placement,
         kernel,
@@ -265,6 +284,7 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         free_high_threshold: k.free_high_threshold,
         high: k.high,
         sharers: llc_sharers(machine, running, nodes),
+        receiver_share,
     };
     let model = setup.model(machine)?;
     let params = work_params(w, machine)?;
@@ -301,6 +321,38 @@ fn pair_queue_of(
     let block_ns = e.ns_per_op * f64::from(1u32 << order);
     let (params, _) = super::alloc_loop::lock_params(w, machine, block_ns)?;
     crate::model::pairqueue::pair_queue(&zl, &params, &e.dynamics, order, e.ns_per_op, per_zone)
+}
+
+/// Which CPU frees the workload's pages on `kernel`: the receiver, unless the file's
+/// `op.socket` defers skb freeing to the allocating CPU on that kernel with `--skb-defer-max`
+/// (default the kernel's [`SKB_DEFER_MAX_DEFAULT`]); with the reason in words.
+pub fn free_site_of(w: &WorkloadSpec, k: &Knobs, kernel: KernelVersion) -> (FreeSite, String) {
+    let defer_max = k
+        .extra("skb_defer_max")
+        .map_or(SKB_DEFER_MAX_DEFAULT, |d| d as u32);
+    match &w.op.socket {
+        Some(s) => free_site(s.value, kernel, defer_max),
+        None => (
+            FreeSite::Receiver,
+            "the workload names no socket (op.socket): the receiver frees every page".to_string(),
+        ),
+    }
+}
+
+/// Share of the pages the receiver's CPU frees at free site `site`: `params.receiver_free_share`
+/// (default 1: the receiver frees all; below 1 when the sender frees the datagrams dropped in
+/// its own softirq) when the receiver frees, `params.receiver_free_share_deferred` (default 0:
+/// the deferral hands every skb back; above 0 when the receiver frees what overflows the defer
+/// list) when the kernel hands skbs back to the sender.
+fn receiver_share(w: &WorkloadSpec, k: &Knobs, site: FreeSite) -> Result<f64> {
+    let (name, default) = match site {
+        FreeSite::Receiver => ("receiver_free_share", 1.0),
+        FreeSite::Sender => ("receiver_free_share_deferred", 0.0),
+    };
+    match k.extra(name).or(w.param(name).ok()) {
+        Some(_) => super::param(w, k, name, RECEIVER_FREE_SHARE),
+        None => Ok(default),
+    }
 }
 
 /// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs time-share
@@ -372,6 +424,8 @@ impl Kind for ProducerConsumer {
             "consumer_allocs_per_free",
             "free_run_pages",
             "af_unix_write_bytes",
+            "receiver_free_share",
+            "receiver_free_share_deferred",
         ])
     }
     fn param_ranges(&self) -> &'static [(&'static str, crate::bounds::Range)] {
@@ -379,6 +433,8 @@ impl Kind for ProducerConsumer {
             ("consumer_allocs_per_free", CONSUMER_ALLOCS_PER_FREE),
             ("free_run_pages", FREE_RUN_PAGES),
             ("af_unix_write_bytes", AF_UNIX_WRITE_BYTES),
+            ("receiver_free_share", RECEIVER_FREE_SHARE),
+            ("receiver_free_share_deferred", RECEIVER_FREE_SHARE),
         ]
     }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
@@ -454,6 +510,7 @@ impl Kind for ProducerConsumer {
             nodes,
         )?;
         let slow = q.slowdown;
+        let (site, site_why) = free_site_of(w, k, kernel);
         // 95 % interval from the same uncertainty optimal-high samples: the fitted (or
         // carried-over) workload parameters and the machine's latencies by provenance.
         let draws = wp.samples(200, 0x0F7_1A1);
@@ -546,6 +603,7 @@ impl Kind for ProducerConsumer {
             "drain_pages": d.drain_pages,
             "refill_pages": d.refill_pages,
             "regime": d.regime,
+            "free_site": { "cpu": site, "why": site_why },
             "parameters": wp,
             "kernel_default": default,
         });
@@ -572,6 +630,15 @@ impl Kind for ProducerConsumer {
                 d.regime
             ),
         ];
+        if w.op.socket.is_some() {
+            notes.push(format!(
+                "freed by the {}: {site_why}",
+                match site {
+                    FreeSite::Sender => "sender's CPU",
+                    FreeSite::Receiver => "receiver's CPU",
+                }
+            ));
+        }
         notes.push(match &wp.source {
             WorkloadSource::Fitted { data } => format!(
                 "fixed work {} ns/page fitted to {data}",
@@ -685,6 +752,11 @@ impl Kind for ProducerConsumer {
             free_high_threshold: None,
             high: None,
             sharers: 1,
+            receiver_share: receiver_share(
+                w,
+                &Knobs::default(),
+                free_site_of(w, &Knobs::default(), w.reference_kernel()?).0,
+            )?,
         };
         Ok(Some(Box::new(setup.model(m)?)))
     }
