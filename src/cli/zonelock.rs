@@ -369,12 +369,20 @@ fn terms_table(s: &Solved, pred: &Prediction) -> Table {
 fn ns_per_alloc_note(s: &Solved, pred: &Prediction) -> String {
     let t = alloc_loop::mean_terms(&s.case, pred);
     format!(
-        "per allocation of one task: {} ns = work {} + lock hold per-page part {} + hand-over {} + wait {} ns",
+        "per allocation of one task: {} ns = work {} + lock hold per-page part {} + hand-over {} + wait {} ns{}",
         sig(t.ns_per_alloc, 4),
         sig(t.work_ns, 4),
         sig(t.hold_pages_ns, 4),
         sig(t.handover_ns, 4),
-        sig(t.wait_ns, 4)
+        sig(t.wait_ns, 4),
+        if t.check_after_lock_ns > 0.0 {
+            format!(
+                " + check_new_pages() after the lock {} ns",
+                sig(t.check_after_lock_ns, 4)
+            )
+        } else {
+            String::new()
+        }
     )
 }
 

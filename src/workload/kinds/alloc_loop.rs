@@ -37,8 +37,9 @@
 //! hold mean/p50/p99, wait per page), lock utilisation, the lock's share of the tasks' time, pages/s
 //! bypassing the PCP lists, free_high drains/s, pages held on PCP lists. `ns_per_op` is the time
 //! of one allocation of one task. The terms per allocation (`work_ns_per_alloc`,
-//! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`, refill and drain
-//! sides together) are named outputs too.
+//! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`,
+//! `check_after_lock_ns_per_alloc` (6.3's `check_new_pages()` outside the lock, 0 elsewhere),
+//! refill and drain sides together) are named outputs too.
 
 use serde::Serialize;
 
@@ -192,8 +193,12 @@ impl LockCase {
                 let pr = with_lru(lru_ns, false)?;
                 let zp = &pr.zones[0];
                 let allocs = zp.dynamics.shape.allocs_per_iteration().max(1) as f64;
+                // The refill's time outside the LRU lock: its hold, wait and, on 6.3, the
+                // blocks' check_new_pages() after zone->lock.
                 let zone_ns = (zp.dynamics.refills() as f64
-                    * (zp.refill_hold_ns + zp.refill_wait_ns)
+                    * (zp.refill_hold_ns
+                        + zp.refill_wait_ns
+                        + m.refill_check_after_lock_ns(&zp.dynamics))
                     + zp.dynamics.drains() as f64 * (zp.free_hold_ns + zp.free_wait_ns))
                     / allocs;
                 let out = lrulock::solve(
@@ -617,6 +622,9 @@ pub struct Terms {
     pub handover_ns: f64,
     /// Waiting for the lock.
     pub wait_ns: f64,
+    /// `check_new_pages()` paid by the allocating CPU outside zone->lock (6.3 only: before, it
+    /// is in the hold; from 6.4 it is off by default; crate::model::hold::RefillCheck).
+    pub check_after_lock_ns: f64,
     /// The LRU lock's hold (0 without it).
     pub lru_hold_ns: f64,
     /// Waiting for the LRU lock.
@@ -639,6 +647,7 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
             .drain_fixed_ns(&case.params, z.procs, &z.line_sources);
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
+    let check_after = r * case.model.refill_check_after_lock_ns(d);
     let work = case.params.work_ns_per_page;
     let lru_hold = z.lru.map_or(0.0, |l| case.lru_pages * l.hold_ns_per_page);
     let lru_wait = z.lru.map_or(0.0, |l| case.lru_pages * l.wait_ns_per_page);
@@ -649,7 +658,8 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     } else if z.free_per_s > 0.0 && d.drains() > 0 {
         1e9 / (z.free_per_s / procs / f)
     } else {
-        // No zone->lock traffic: the loop is its work and the LRU lock's hold and wait.
+        // No zone->lock traffic (so no refill to check): the loop is its work and the LRU
+        // lock's hold and wait.
         work + lru_hold + lru_wait
     };
     Terms {
@@ -657,6 +667,7 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
         hold_pages_ns: (hold - handover).max(0.0),
         handover_ns: handover,
         wait_ns: wait,
+        check_after_lock_ns: check_after,
         lru_hold_ns: lru_hold,
         lru_wait_ns: lru_wait,
         ns_per_alloc: ns,
@@ -788,6 +799,7 @@ pub fn mean_terms(case: &LockCase, pred: &Prediction) -> Terms {
         m.hold_pages_ns += w * t.hold_pages_ns;
         m.handover_ns += w * t.handover_ns;
         m.wait_ns += w * t.wait_ns;
+        m.check_after_lock_ns += w * t.check_after_lock_ns;
         m.lru_hold_ns += w * t.lru_hold_ns;
         m.lru_wait_ns += w * t.lru_wait_ns;
         m.ns_per_alloc += w * t.ns_per_alloc;
@@ -804,6 +816,7 @@ pub fn terms_table(t: &Terms, title: String) -> Table {
         ("lock hold, per-page part", t.hold_pages_ns),
         ("lock hold, fixed part (hand-over)", t.handover_ns),
         ("wait for the lock", t.wait_ns),
+        ("check_new_pages() after the lock", t.check_after_lock_ns),
         ("LRU lock hold", t.lru_hold_ns),
         ("wait for the LRU lock", t.lru_wait_ns),
         ("total (from the queue's throughput)", t.ns_per_alloc),
@@ -935,6 +948,10 @@ impl Kind for AllocLoop {
             ("hold_pages_ns_per_alloc".to_string(), t.hold_pages_ns),
             ("handover_ns_per_alloc".to_string(), t.handover_ns),
             ("wait_ns_per_alloc".to_string(), t.wait_ns),
+            (
+                "check_after_lock_ns_per_alloc".to_string(),
+                t.check_after_lock_ns,
+            ),
             ("calls_per_s".to_string(), pred.calls_per_s),
             ("pages_per_s".to_string(), pred.pages_per_s),
             ("lock_utilisation".to_string(), pred.lock_utilisation),
