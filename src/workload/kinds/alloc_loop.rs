@@ -39,7 +39,11 @@
 //! of one allocation of one task. The terms per allocation (`work_ns_per_alloc`,
 //! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`,
 //! `check_after_lock_ns_per_alloc` (6.3's `check_new_pages()` outside the lock, 0 elsewhere),
-//! refill and drain sides together) are named outputs too.
+//! refill and drain sides together) are named outputs too, with `calls_per_s` (`rmqueue_bulk()`
+//! calls), `pages_per_s` (pages allocated, [`pages_allocated_per_s`]), `refill_pages_per_s`
+//! (pages the refills move), `lock_utilisation` and `refill_latency_mean_ns`, `_p50_ns`,
+//! `_p99_ns`: these three are NaN (JSON null) with a reason in the report's `null_reasons`
+//! when the loop takes no refill ([`no_refill_reason`]) or with `means_only` (quantiles).
 
 use serde::Serialize;
 
@@ -788,6 +792,27 @@ pub fn zone_outputs(case: &LockCase, pred: &Prediction) -> Vec<ZoneOutput> {
         .collect()
 }
 
+/// Pages (4 KiB) allocated per second by all `tasks` tasks whose mean terms are `t`: the
+/// allocations of [`Terms::ns_per_alloc`] times the pages of one (`1 << order`). What
+/// `pages_per_s` means in `predict` and `latency` (the same quantity as `throughput_total` for
+/// order 0); the pages that went through zone->lock are `refill_pages_per_s`
+/// ([`crate::model::zonelock::Prediction::pages_per_s`]), fewer when frees refill the lists.
+pub fn pages_allocated_per_s(case: &LockCase, t: &Terms, tasks: u32) -> f64 {
+    if t.ns_per_alloc > 0.0 {
+        1e9 / t.ns_per_alloc * f64::from(tasks) * f64::from(1u32 << case.shape.order.min(20))
+    } else {
+        0.0
+    }
+}
+
+/// Why the refill latency (mean and quantiles) is null, if it is: the loop takes no
+/// `rmqueue_bulk()` refill in steady state, so there is no refill to time.
+pub fn no_refill_reason(pred: &Prediction) -> Option<String> {
+    (pred.calls_per_s <= 0.0 || !pred.avg_ns.is_finite()).then(|| {
+        "no rmqueue_bulk() refill in steady state (calls_per_s is 0): the PCP lists serve every allocation (e.g. pcp->high auto-tuned above what the tasks hold, 6.7 on), so there is no refill latency".to_string()
+    })
+}
+
 /// Task-weighted terms over the zones.
 pub fn mean_terms(case: &LockCase, pred: &Prediction) -> Terms {
     let tot: f64 = pred.zones.iter().map(|z| f64::from(z.procs)).sum();
@@ -953,15 +978,49 @@ impl Kind for AllocLoop {
                 t.check_after_lock_ns,
             ),
             ("calls_per_s".to_string(), pred.calls_per_s),
-            ("pages_per_s".to_string(), pred.pages_per_s),
+            (
+                "pages_per_s".to_string(),
+                pages_allocated_per_s(&case, &t, tasks),
+            ),
+            ("refill_pages_per_s".to_string(), pred.pages_per_s),
             ("lock_utilisation".to_string(), pred.lock_utilisation),
         ];
-        if pred.calls_per_s > 0.0 && !k.means_only {
-            outputs.push(("refill_latency_mean_ns".to_string(), pred.avg_ns));
-            outputs.push(("refill_latency_p50_ns".to_string(), pred.quantile(0.5)?));
-            outputs.push(("refill_latency_p99_ns".to_string(), pred.quantile(0.99)?));
+        // The refill latency is always an output; null (NaN) with its reason where it does
+        // not apply, so the keys do not change with the kernel or the knobs.
+        let mut null_reasons = serde_json::Map::new();
+        let no_refill = no_refill_reason(&pred);
+        let quantile = |p: f64| -> Result<(f64, Option<String>)> {
+            Ok(match &no_refill {
+                Some(r) => (f64::NAN, Some(r.clone())),
+                None if k.means_only => (
+                    f64::NAN,
+                    Some("means only: the refill latency distribution was not computed (Knobs::means_only)".to_string()),
+                ),
+                None => (pred.quantile(p)?, None),
+            })
+        };
+        for (key, (v, why)) in [
+            (
+                "refill_latency_mean_ns",
+                (
+                    if no_refill.is_some() {
+                        f64::NAN
+                    } else {
+                        pred.avg_ns
+                    },
+                    no_refill.clone(),
+                ),
+            ),
+            ("refill_latency_p50_ns", quantile(0.5)?),
+            ("refill_latency_p99_ns", quantile(0.99)?),
+        ] {
+            outputs.push((key.to_string(), v));
+            if let Some(why) = why {
+                null_reasons.insert(key.to_string(), why.into());
+            }
         }
         let json = serde_json::json!({
+            "null_reasons": null_reasons,
             "workload": w.name,
             "machine": m.name,
             "kernel": case.model.kernel.to_string(),
