@@ -133,6 +133,54 @@ fn report(w: &Workload, p: Predicted) -> pcpmodel::output::report::Report {
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::json!(v)))
         .collect();
+    // Null with a reason, never silently (README, "Output contract"). The kind's report puts
+    // its reasons in `null_reasons`: those for its outputs go beside `predicted.outputs`, the
+    // rest stay beside the report's own members; a null nobody explained gets a plain reason.
+    let mut kind_reasons = match r
+        .json
+        .as_object_mut()
+        .and_then(|o| o.remove("null_reasons"))
+    {
+        Some(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let mut null_reasons = serde_json::Map::new();
+    for name in p.output_names() {
+        if let Some(why) = kind_reasons.remove(&name) {
+            null_reasons.insert(name, why);
+        }
+    }
+    if let Some(obj) = r.json.as_object() {
+        for (k, v) in obj {
+            if v.is_null() && !kind_reasons.contains_key(k) {
+                let why = if k == "score" {
+                    "no fitted score scale for this workload and machine (the work per page is carried over or given, not fitted to a score)".to_string()
+                } else {
+                    format!(
+                        "kind {}'s model gives no value for {k} in this case",
+                        w.kind.name()
+                    )
+                };
+                kind_reasons.insert(k.clone(), why.into());
+            }
+        }
+    }
+    if let Some(obj) = r.json.as_object_mut() {
+        obj.insert("null_reasons".to_string(), kind_reasons.into());
+    }
+    for name in p.output_names() {
+        let finite = p.output(&name).is_some_and(f64::is_finite);
+        if !finite && !null_reasons.contains_key(&name) {
+            null_reasons.insert(
+                name.clone(),
+                format!(
+                    "kind {}'s model gives no finite value for {name} in this case",
+                    w.kind.name()
+                )
+                .into(),
+            );
+        }
+    }
     if let Some(obj) = r.json.as_object_mut() {
         obj.insert(
             "predicted".to_string(),
@@ -147,6 +195,7 @@ fn report(w: &Workload, p: Predicted) -> pcpmodel::output::report::Report {
                 "tasks": p.tasks,
                 "zones": p.zones,
                 "outputs": outputs,
+                "null_reasons": null_reasons,
             }),
         );
     }

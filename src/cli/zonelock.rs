@@ -193,6 +193,8 @@ fn measured_000(
     Ok(None)
 }
 
+/// One `scale-max` setting's refill latency and throughput (its keys are the same for every
+/// setting; the latency is NaN, JSON null, when the loop takes no refill).
 fn summary_json(pred: &Prediction) -> anyhow::Result<serde_json::Value> {
     Ok(serde_json::json!({
         "avg_ns": pred.avg_ns,
@@ -203,6 +205,80 @@ fn summary_json(pred: &Prediction) -> anyhow::Result<serde_json::Value> {
         "pages_per_s": pred.pages_per_s,
         "lock_utilisation": pred.lock_utilisation,
     }))
+}
+
+/// The keys every `latency` JSON of a refill loop has, whatever the kernel (README, "Output
+/// contract"): the refill latency (null with its reason in `null_reasons` when the loop takes no
+/// refill), `calls_per_s`, `pages_per_s` (pages allocated), `refill_pages_per_s` (pages the
+/// refills move), `lock_utilisation`, the case, `histogram` (empty without refills), `zones`,
+/// the parameters, the kind's terms and zone outputs, and `measured` (null with its reason when
+/// thread 000 measured no histogram of the case).
+fn case_json(
+    s: &Solved,
+    pred: &Prediction,
+    histogram: Vec<serde_json::Value>,
+    measured: Option<&(String, Histogram)>,
+) -> anyhow::Result<serde_json::Value> {
+    let t = alloc_loop::mean_terms(&s.case, pred);
+    let mut null_reasons = serde_json::Map::new();
+    let no_refill = alloc_loop::no_refill_reason(pred);
+    let mut latency = |key: &str, v: anyhow::Result<f64>| -> anyhow::Result<serde_json::Value> {
+        match &no_refill {
+            Some(why) => {
+                null_reasons.insert(key.to_string(), why.clone().into());
+                Ok(serde_json::Value::Null)
+            }
+            None => Ok(serde_json::json!(v?)),
+        }
+    };
+    let mut json = serde_json::json!({
+        "avg_ns": latency("avg_ns", Ok(pred.avg_ns))?,
+        "p50_ns": latency("p50_ns", q(pred, 0.5))?,
+        "p99_ns": latency("p99_ns", q(pred, 0.99))?,
+        "p999_ns": latency("p999_ns", q(pred, 0.999))?,
+        "calls_per_s": pred.calls_per_s,
+        "pages_per_s": alloc_loop::pages_allocated_per_s(&s.case, &t, s.case.tasks),
+        "refill_pages_per_s": pred.pages_per_s,
+        "lock_utilisation": pred.lock_utilisation,
+        "machine": s.machine.name,
+        "workload": s.workload.name(),
+        "procs": s.case.tasks,
+        "nodes": s.span.as_str(),
+        "scale_max": s.case.scale_max_in_effect(),
+        "histogram": histogram,
+        "zones": serde_json::to_value(&pred.zones)?,
+        "parameters": s.case.params,
+        "parameters_source": s.case.params_source,
+    });
+    json["measured"] = match measured {
+        Some((case, h)) => serde_json::json!({
+            "case": case,
+            "mean_ns_midpoint": h.mean_ns(),
+            "histogram": h.buckets().iter().map(|b| serde_json::json!({
+                "lo_ns": b.lo_ns, "hi_ns": b.hi_ns, "count": b.count
+            })).collect::<Vec<_>>(),
+        }),
+        None => {
+            null_reasons.insert(
+                "measured".to_string(),
+                "no measured histogram of this case: thread 000 measured its own workload only, on its machines, task counts and CONFIG_PCP_BATCH_SCALE_MAX values (kernels with the option)".into(),
+            );
+            serde_json::Value::Null
+        }
+    };
+    if json["scale_max"].is_null() {
+        null_reasons.insert(
+            "scale_max".to_string(),
+            format!(
+                "kernel {} has no CONFIG_PCP_BATCH_SCALE_MAX (added in 6.7)",
+                s.kernel
+            )
+            .into(),
+        );
+    }
+    json["null_reasons"] = null_reasons.into();
+    add_case_json(&mut json, s, pred)?;
+    Ok(json)
 }
 
 fn zones_table(pred: &Prediction) -> Table {
@@ -251,7 +327,7 @@ fn latency_report(c: &CaseArgs, scale: Option<u8>) -> anyhow::Result<Report> {
     let scale = s.case.scale_max_in_effect();
     let procs = s.case.tasks;
     if pred.calls_per_s <= 0.0 {
-        return Ok(no_refill_report(&s, &pred));
+        return no_refill_report(&s, &pred);
     }
     let (lo, hi) = bucket_range(&pred)?;
     let buckets = pred.log2_fractions(lo, hi)?;
@@ -306,28 +382,9 @@ fn latency_report(c: &CaseArgs, scale: Option<u8>) -> anyhow::Result<Report> {
         hist.push(row);
         rows_json.push(serde_json::json!({"lo_ns": l, "hi_ns": h, "fraction": f}));
     }
-    let mut json = summary_json(&pred)?;
-    json["machine"] = s.machine.name.clone().into();
-    json["workload"] = s.workload.name().into();
-    json["procs"] = procs.into();
-    json["nodes"] = s.span.as_str().into();
-    json["scale_max"] = serde_json::to_value(scale)?;
-    json["histogram"] = rows_json.into();
-    json["zones"] = serde_json::to_value(&pred.zones)?;
-    json["parameters"] = serde_json::to_value(s.case.params)?;
-    json["parameters_source"] = s.case.params_source.clone().into();
-    add_case_json(&mut json, &s, &pred)?;
-    if let Some((case, h)) = &measured {
-        json["measured"] = serde_json::json!({
-            "case": case,
-            "mean_ns_midpoint": h.mean_ns(),
-            "histogram": h.buckets().iter().map(|b| serde_json::json!({
-                "lo_ns": b.lo_ns, "hi_ns": b.hi_ns, "count": b.count
-            })).collect::<Vec<_>>(),
-        });
-    }
+    let json = case_json(&s, &pred, rows_json, measured.as_ref())?;
     let mut notes = vec![format!(
-        "avg {} us, p50 {} us, p99 {} us, p99.9 {} us; {} calls/s, {} pages/s ({} MB/s); lock utilisation {:.3}",
+        "avg {} us, p50 {} us, p99 {} us, p99.9 {} us; {} calls/s refilling {} pages/s ({} MB/s); lock utilisation {:.3}",
         sig(pred.avg_ns / 1e3, 4),
         sig(q(&pred, 0.5)? / 1e3, 4),
         sig(q(&pred, 0.99)? / 1e3, 4),
@@ -369,12 +426,20 @@ fn terms_table(s: &Solved, pred: &Prediction) -> Table {
 fn ns_per_alloc_note(s: &Solved, pred: &Prediction) -> String {
     let t = alloc_loop::mean_terms(&s.case, pred);
     format!(
-        "per allocation of one task: {} ns = work {} + lock hold per-page part {} + hand-over {} + wait {} ns",
+        "per allocation of one task: {} ns = work {} + lock hold per-page part {} + hand-over {} + wait {} ns{}",
         sig(t.ns_per_alloc, 4),
         sig(t.work_ns, 4),
         sig(t.hold_pages_ns, 4),
         sig(t.handover_ns, 4),
-        sig(t.wait_ns, 4)
+        sig(t.wait_ns, 4),
+        if t.check_after_lock_ns > 0.0 {
+            format!(
+                " + check_new_pages() after the lock {} ns",
+                sig(t.check_after_lock_ns, 4)
+            )
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -397,22 +462,10 @@ fn add_case_json(
 
 /// The report of a loop that takes no refill hold (e.g. page_bench01: every allocation is
 /// served by the page freed just before).
-fn no_refill_report(s: &Solved, pred: &Prediction) -> Report {
-    let mut json = serde_json::json!({
-        "machine": s.machine.name,
-        "workload": s.workload.name(),
-        "procs": s.case.tasks,
-        "nodes": s.span.as_str(),
-        "scale_max": s.case.scale_max_in_effect(),
-        "calls_per_s": 0.0,
-        "lock_utilisation": pred.lock_utilisation,
-        "histogram": [],
-        "parameters": s.case.params,
-        "parameters_source": s.case.params_source,
-    });
-    // add_case_json only fails on serialisation, which these plain structs cannot.
-    let _ = add_case_json(&mut json, s, pred);
-    Report {
+fn no_refill_report(s: &Solved, pred: &Prediction) -> anyhow::Result<Report> {
+    // The same keys as a loop with refills: the latency null with its reason, no histogram.
+    let json = case_json(s, pred, Vec::new(), None)?;
+    Ok(Report {
         json,
         tables: vec![zones_table(pred), terms_table(s, pred)],
         notes: vec![
@@ -423,7 +476,7 @@ fn no_refill_report(s: &Solved, pred: &Prediction) -> Report {
             ns_per_alloc_note(s, pred),
             params_note(&s.case),
         ],
-    }
+    })
 }
 
 /// Runs `pcpmodel latency`.

@@ -336,6 +336,9 @@ pub struct DefaultPcp {
     pub managed_pages: u64,
     /// CPUs the zone's high is split over.
     pub split_cpus: u32,
+    /// Why each of the `high_*` fields that is None (JSON null) on this kernel does not apply
+    /// (the JSON keys stay the same on every kernel; README, "Output contract").
+    pub null_reasons: std::collections::BTreeMap<String, String>,
 }
 
 impl DefaultPcp {
@@ -373,7 +376,23 @@ pub fn default_pcp(machine: &Machine, kernel: KernelVersion) -> Result<DefaultPc
             high_max_pages,
         } => (None, Some(high_min_pages), Some(high_max_pages)),
     };
+    let mut null_reasons = std::collections::BTreeMap::new();
+    if high.is_none() {
+        null_reasons.insert(
+            "high_pages".to_string(),
+            format!("kernel {kernel} auto-tunes pcp->high between high_min_pages and high_max_pages (6.7 on): no fixed high"),
+        );
+    }
+    for key in ["high_min_pages", "high_max_pages"] {
+        if lo.is_none() {
+            null_reasons.insert(
+                key.to_string(),
+                format!("kernel {kernel} has a fixed pcp->high (high_pages): no auto-tuning bounds before 6.7"),
+            );
+        }
+    }
     Ok(DefaultPcp {
+        null_reasons,
         kernel: format!("{}.{}", kernel.major, kernel.minor),
         batch_pages: z.pcp.batch_pages,
         high_pages: high,

@@ -42,7 +42,9 @@
 //!   [`CHECK_CYCLES`] each, and for the block's tail pages (contiguous, streamed) no less than
 //!   the stream's time per line. Where the kernel does it: under the lock before 6.3 (the
 //!   refill-time check of 4.7's "defer debugging checks of pages allocated from the PCP"),
-//!   after the lock from 6.3 (Halbuer's "mm: reduce lock contention of pcp buffer refill"),
+//!   after the lock from 6.3 (Halbuer's "mm: reduce lock contention of pcp buffer refill":
+//!   `__rmqueue_pcplist()` checks each block as it leaves the PCP list, on the allocating CPU,
+//!   so the cost leaves the hold but not the task's time, [`CodeHold::check_after_lock_ns`]),
 //!   and only with `check_pages_enabled` (CONFIG_DEBUG_VM or debug options) from 6.4
 //!   ("mm, page_alloc: reduce page alloc/free sanity checks").
 //!
@@ -263,7 +265,8 @@ pub struct HoldParts {
     pub handover_ns: f64,
     /// The blocks: CPU work and head struct-page lines.
     pub blocks_ns: f64,
-    /// `check_new_pages()` under the lock.
+    /// `check_new_pages()` under the lock (before 6.3; from 6.3 the allocating CPU pays it
+    /// after the lock, [`CodeHold::check_after_lock_ns`], outside the hold).
     pub check_ns: f64,
 }
 
@@ -407,6 +410,31 @@ impl CodeHold {
         }
     }
 
+    /// `check_new_pages()` over one block of `order`, wherever it runs, ns: [`CHECK_CYCLES`] on
+    /// the head (its line is already present) and, for each of the `(1 << order) - 1` tail
+    /// struct pages (contiguous, read in ascending order), the check or the stream's time per
+    /// line, whichever is longer.
+    pub fn check_block_ns(&self, order: u8) -> f64 {
+        let tail = f64::from((1u32 << order.min(20)) - 1);
+        self.cycles(self.check_cycles)
+            + tail * self.cycles(self.check_cycles).max(self.stream_line_ns)
+    }
+
+    /// `check_new_pages()` that the allocating CPU pays outside zone->lock for `blocks` blocks
+    /// of `order` a refill gave it, ns: the same check over the same struct pages as under the
+    /// lock ([`CodeHold::check_block_ns`]), on 6.3 only ([`RefillCheck::AfterLock`]: Halbuer's
+    /// patch moved the check from `rmqueue_bulk()` to `__rmqueue_pcplist()`, which checks each
+    /// block as it leaves the PCP list). Moving the check shortens the hold, not the CPU's work:
+    /// the struct pages are still read, from DRAM as a stream. 0 before 6.3 (the check is in
+    /// [`HoldParts::check_ns`]) and from 6.4 (off by default).
+    pub fn check_after_lock_ns(&self, blocks: f64, order: u8) -> f64 {
+        if self.check == RefillCheck::AfterLock {
+            blocks * self.check_block_ns(order)
+        } else {
+            0.0
+        }
+    }
+
     /// One refill of `blocks` blocks of `order`; `head_line_ns` is the cost of a block's head
     /// struct-page line when the pages were freed recently (None: never freed in the interval,
     /// freshly split blocks read as a stream).
@@ -421,9 +449,7 @@ impl CodeHold {
         let streamed = self.l2_ns.max(self.stream_line_ns);
         let head = head_line_ns.unwrap_or(streamed);
         let per_block = self.cycles(self.block_cycles) + head;
-        let tail = f64::from((1u32 << order.min(20)) - 1);
-        let check_block = self.cycles(self.check_cycles)
-            + tail * self.cycles(self.check_cycles).max(self.stream_line_ns);
+        let check_block = self.check_block_ns(order);
         HoldParts {
             call_ns: self.cycles(self.call_cycles),
             // Scattered heads (`head_line_ns` given) are no stream: no restart to pay.
@@ -561,8 +587,19 @@ mod tests {
         let expect = 511.0 * (85.0 / 16.0) + 8.0 / 2.1;
         assert!((p.check_ns - expect).abs() < 1e-6, "{}", p.check_ns);
         let off = h
+            .clone()
             .with_check(RefillCheck::AfterLock)
             .refill(1.0, 9, 0.0, 47.5, None);
         assert_eq!(off.check_ns, 0.0);
+        // Out of the lock, not out of the CPU's work: the same check, paid after the lock.
+        let after = h.clone().with_check(RefillCheck::AfterLock);
+        assert!((after.check_after_lock_ns(1.0, 9) - expect).abs() < 1e-6);
+        assert_eq!(h.check_after_lock_ns(1.0, 9), 0.0);
+        assert_eq!(
+            h.clone()
+                .with_check(RefillCheck::Off)
+                .check_after_lock_ns(1.0, 9),
+            0.0
+        );
     }
 }

@@ -393,7 +393,10 @@ pub struct Prediction {
     pub avg_ns: f64,
     /// `rmqueue_bulk()` calls per second, all zones.
     pub calls_per_s: f64,
-    /// Pages allocated per second, all processes.
+    /// Pages refills move from the buddy lists per second, all processes (`rmqueue_bulk()`
+    /// calls times their pages): the pages allocated when nothing is freed in the interval,
+    /// fewer when frees refill the PCP lists (then see
+    /// [`crate::workload::kinds::alloc_loop::pages_allocated_per_s`]).
     pub pages_per_s: f64,
     /// Lock utilisation (the busiest zone).
     pub lock_utilisation: f64,

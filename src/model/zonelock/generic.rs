@@ -634,8 +634,36 @@ impl ZoneLockModel {
         }))
     }
 
+    /// Mean `check_new_pages()` per refill of `dyn_` that the allocating CPU pays outside
+    /// zone->lock, ns: the refill's blocks checked as they leave the PCP list on 6.3
+    /// ([`crate::model::hold::CodeHold::check_after_lock_ns`]); 0 on other kernels (under the
+    /// lock before 6.3, off from 6.4) and with thread 000's fitted hold.
+    pub fn refill_check_after_lock_ns(&self, dyn_: &BatchDynamics) -> f64 {
+        let Some(c) = &self.code_hold else {
+            return 0.0;
+        };
+        let order = dyn_.shape.order;
+        let (sum, n) = dyn_
+            .refill
+            .iter()
+            .fold((0.0, 0.0), |(sum, n), &(pages, count)| {
+                let w = count as f64;
+                (
+                    sum + w * c.check_after_lock_ns(blocks(f64::from(pages), order), order),
+                    n + w,
+                )
+            });
+        if n > 0.0 {
+            sum / n
+        } else {
+            0.0
+        }
+    }
+
     /// The refill class (`rmqueue_bulk()` holds of `dyn_`'s refill sizes, head lines from
-    /// `sources`) among `procs` tasks, thinking `think_ns` between requests.
+    /// `sources`) among `procs` tasks, thinking `think_ns` between requests plus the refilled
+    /// blocks' `check_new_pages()` where it runs outside the lock
+    /// ([`Self::refill_check_after_lock_ns`]: CPU time between refills, not hold).
     fn refill_class(
         &self,
         p: &ZoneLockParams,
@@ -655,7 +683,11 @@ impl ZoneLockModel {
                 });
             }
         }
-        HolderClass::new("refill", think_ns, HoldDist::Discrete { atoms })
+        HolderClass::new(
+            "refill",
+            think_ns + self.refill_check_after_lock_ns(dyn_),
+            HoldDist::Discrete { atoms },
+        )
     }
 
     /// The drain class (`free_pcppages_bulk()` holds of `dyn_`'s drain sizes) among `procs`

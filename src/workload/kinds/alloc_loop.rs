@@ -37,8 +37,13 @@
 //! hold mean/p50/p99, wait per page), lock utilisation, the lock's share of the tasks' time, pages/s
 //! bypassing the PCP lists, free_high drains/s, pages held on PCP lists. `ns_per_op` is the time
 //! of one allocation of one task. The terms per allocation (`work_ns_per_alloc`,
-//! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`, refill and drain
-//! sides together) are named outputs too.
+//! `hold_pages_ns_per_alloc`, `handover_ns_per_alloc`, `wait_ns_per_alloc`,
+//! `check_after_lock_ns_per_alloc` (6.3's `check_new_pages()` outside the lock, 0 elsewhere),
+//! refill and drain sides together) are named outputs too, with `calls_per_s` (`rmqueue_bulk()`
+//! calls), `pages_per_s` (pages allocated, [`pages_allocated_per_s`]), `refill_pages_per_s`
+//! (pages the refills move), `lock_utilisation` and `refill_latency_mean_ns`, `_p50_ns`,
+//! `_p99_ns`: these three are NaN (JSON null) with a reason in the report's `null_reasons`
+//! when the loop takes no refill ([`no_refill_reason`]) or with `means_only` (quantiles).
 
 use serde::Serialize;
 
@@ -192,8 +197,12 @@ impl LockCase {
                 let pr = with_lru(lru_ns, false)?;
                 let zp = &pr.zones[0];
                 let allocs = zp.dynamics.shape.allocs_per_iteration().max(1) as f64;
+                // The refill's time outside the LRU lock: its hold, wait and, on 6.3, the
+                // blocks' check_new_pages() after zone->lock.
                 let zone_ns = (zp.dynamics.refills() as f64
-                    * (zp.refill_hold_ns + zp.refill_wait_ns)
+                    * (zp.refill_hold_ns
+                        + zp.refill_wait_ns
+                        + m.refill_check_after_lock_ns(&zp.dynamics))
                     + zp.dynamics.drains() as f64 * (zp.free_hold_ns + zp.free_wait_ns))
                     / allocs;
                 let out = lrulock::solve(
@@ -617,6 +626,9 @@ pub struct Terms {
     pub handover_ns: f64,
     /// Waiting for the lock.
     pub wait_ns: f64,
+    /// `check_new_pages()` paid by the allocating CPU outside zone->lock (6.3 only: before, it
+    /// is in the hold; from 6.4 it is off by default; crate::model::hold::RefillCheck).
+    pub check_after_lock_ns: f64,
     /// The LRU lock's hold (0 without it).
     pub lru_hold_ns: f64,
     /// Waiting for the LRU lock.
@@ -639,6 +651,7 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
             .drain_fixed_ns(&case.params, z.procs, &z.line_sources);
     let hold = r * z.refill_hold_ns + f * z.free_hold_ns;
     let wait = r * z.refill_wait_ns + f * z.free_wait_ns;
+    let check_after = r * case.model.refill_check_after_lock_ns(d);
     let work = case.params.work_ns_per_page;
     let lru_hold = z.lru.map_or(0.0, |l| case.lru_pages * l.hold_ns_per_page);
     let lru_wait = z.lru.map_or(0.0, |l| case.lru_pages * l.wait_ns_per_page);
@@ -649,7 +662,8 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
     } else if z.free_per_s > 0.0 && d.drains() > 0 {
         1e9 / (z.free_per_s / procs / f)
     } else {
-        // No zone->lock traffic: the loop is its work and the LRU lock's hold and wait.
+        // No zone->lock traffic (so no refill to check): the loop is its work and the LRU
+        // lock's hold and wait.
         work + lru_hold + lru_wait
     };
     Terms {
@@ -657,6 +671,7 @@ pub fn terms(case: &LockCase, z: &ZonePrediction) -> Terms {
         hold_pages_ns: (hold - handover).max(0.0),
         handover_ns: handover,
         wait_ns: wait,
+        check_after_lock_ns: check_after,
         lru_hold_ns: lru_hold,
         lru_wait_ns: lru_wait,
         ns_per_alloc: ns,
@@ -777,6 +792,27 @@ pub fn zone_outputs(case: &LockCase, pred: &Prediction) -> Vec<ZoneOutput> {
         .collect()
 }
 
+/// Pages (4 KiB) allocated per second by all `tasks` tasks whose mean terms are `t`: the
+/// allocations of [`Terms::ns_per_alloc`] times the pages of one (`1 << order`). What
+/// `pages_per_s` means in `predict` and `latency` (the same quantity as `throughput_total` for
+/// order 0); the pages that went through zone->lock are `refill_pages_per_s`
+/// ([`crate::model::zonelock::Prediction::pages_per_s`]), fewer when frees refill the lists.
+pub fn pages_allocated_per_s(case: &LockCase, t: &Terms, tasks: u32) -> f64 {
+    if t.ns_per_alloc > 0.0 {
+        1e9 / t.ns_per_alloc * f64::from(tasks) * f64::from(1u32 << case.shape.order.min(20))
+    } else {
+        0.0
+    }
+}
+
+/// Why the refill latency (mean and quantiles) is null, if it is: the loop takes no
+/// `rmqueue_bulk()` refill in steady state, so there is no refill to time.
+pub fn no_refill_reason(pred: &Prediction) -> Option<String> {
+    (pred.calls_per_s <= 0.0 || !pred.avg_ns.is_finite()).then(|| {
+        "no rmqueue_bulk() refill in steady state (calls_per_s is 0): the PCP lists serve every allocation (e.g. pcp->high auto-tuned above what the tasks hold, 6.7 on), so there is no refill latency".to_string()
+    })
+}
+
 /// Task-weighted terms over the zones.
 pub fn mean_terms(case: &LockCase, pred: &Prediction) -> Terms {
     let tot: f64 = pred.zones.iter().map(|z| f64::from(z.procs)).sum();
@@ -788,6 +824,7 @@ pub fn mean_terms(case: &LockCase, pred: &Prediction) -> Terms {
         m.hold_pages_ns += w * t.hold_pages_ns;
         m.handover_ns += w * t.handover_ns;
         m.wait_ns += w * t.wait_ns;
+        m.check_after_lock_ns += w * t.check_after_lock_ns;
         m.lru_hold_ns += w * t.lru_hold_ns;
         m.lru_wait_ns += w * t.lru_wait_ns;
         m.ns_per_alloc += w * t.ns_per_alloc;
@@ -804,6 +841,7 @@ pub fn terms_table(t: &Terms, title: String) -> Table {
         ("lock hold, per-page part", t.hold_pages_ns),
         ("lock hold, fixed part (hand-over)", t.handover_ns),
         ("wait for the lock", t.wait_ns),
+        ("check_new_pages() after the lock", t.check_after_lock_ns),
         ("LRU lock hold", t.lru_hold_ns),
         ("wait for the LRU lock", t.lru_wait_ns),
         ("total (from the queue's throughput)", t.ns_per_alloc),
@@ -935,16 +973,54 @@ impl Kind for AllocLoop {
             ("hold_pages_ns_per_alloc".to_string(), t.hold_pages_ns),
             ("handover_ns_per_alloc".to_string(), t.handover_ns),
             ("wait_ns_per_alloc".to_string(), t.wait_ns),
+            (
+                "check_after_lock_ns_per_alloc".to_string(),
+                t.check_after_lock_ns,
+            ),
             ("calls_per_s".to_string(), pred.calls_per_s),
-            ("pages_per_s".to_string(), pred.pages_per_s),
+            (
+                "pages_per_s".to_string(),
+                pages_allocated_per_s(&case, &t, tasks),
+            ),
+            ("refill_pages_per_s".to_string(), pred.pages_per_s),
             ("lock_utilisation".to_string(), pred.lock_utilisation),
         ];
-        if pred.calls_per_s > 0.0 && !k.means_only {
-            outputs.push(("refill_latency_mean_ns".to_string(), pred.avg_ns));
-            outputs.push(("refill_latency_p50_ns".to_string(), pred.quantile(0.5)?));
-            outputs.push(("refill_latency_p99_ns".to_string(), pred.quantile(0.99)?));
+        // The refill latency is always an output; null (NaN) with its reason where it does
+        // not apply, so the keys do not change with the kernel or the knobs.
+        let mut null_reasons = serde_json::Map::new();
+        let no_refill = no_refill_reason(&pred);
+        let quantile = |p: f64| -> Result<(f64, Option<String>)> {
+            Ok(match &no_refill {
+                Some(r) => (f64::NAN, Some(r.clone())),
+                None if k.means_only => (
+                    f64::NAN,
+                    Some("means only: the refill latency distribution was not computed (Knobs::means_only)".to_string()),
+                ),
+                None => (pred.quantile(p)?, None),
+            })
+        };
+        for (key, (v, why)) in [
+            (
+                "refill_latency_mean_ns",
+                (
+                    if no_refill.is_some() {
+                        f64::NAN
+                    } else {
+                        pred.avg_ns
+                    },
+                    no_refill.clone(),
+                ),
+            ),
+            ("refill_latency_p50_ns", quantile(0.5)?),
+            ("refill_latency_p99_ns", quantile(0.99)?),
+        ] {
+            outputs.push((key.to_string(), v));
+            if let Some(why) = why {
+                null_reasons.insert(key.to_string(), why.into());
+            }
         }
         let json = serde_json::json!({
+            "null_reasons": null_reasons,
             "workload": w.name,
             "machine": m.name,
             "kernel": case.model.kernel.to_string(),

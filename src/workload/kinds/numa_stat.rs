@@ -72,7 +72,21 @@ impl Kind for NumaStat {
             e.smt_stretch, e.fold_threshold, e.fold_rule, e.events_between_folds
         )];
         notes.extend(capped);
-        let json = serde_json::json!({"workload": w.name, "machine": machine.name, "parameters": p, "estimate": e});
+        let mut json = serde_json::json!({"workload": w.name, "machine": machine.name, "parameters": p, "estimate": e});
+        // events_between_folds is infinite (JSON null) when the counters never fold; the keys
+        // stay the same on every kernel, with the reason beside it (README, "Output contract").
+        let mut null_reasons = serde_json::Map::new();
+        if !e.events_between_folds.is_finite() {
+            null_reasons.insert(
+                "events_between_folds".to_string(),
+                format!(
+                    "infinite: the per-CPU NUMA counters never fold into the shared ones on kernel {}.{} ({:?} rule)",
+                    kernel.major, kernel.minor, e.fold_rule
+                )
+                .into(),
+            );
+        }
+        json["estimate"]["null_reasons"] = null_reasons.into();
         let ns_per_op = e.cycles_per_page / model.tsc_ghz;
         let per_task = 1e9 / ns_per_op;
         Ok(Predicted {
