@@ -700,17 +700,27 @@ impl Kind for ProducerConsumer {
             ("zone_lock_utilisation".to_string(), q.utilisation),
             ("reuse_distance_pages".to_string(), d.reuse.mean_pages()),
         ];
+        // free_high on every kernel (0 where it does not fire, a predicted zero): the same
+        // keys whatever the kernel.
         let f = &model.flow;
-        if f.free_high_share > 0.0 {
+        let (fh_share, fh_per_page) = if f.free_high {
+            // --free-high: every free drains the list, which holds its own block.
+            (1.0, 1.0 / f64::from(1u32 << f.order.min(20)))
+        } else if f.free_high_share > 0.0 {
             // Drains per page freed = pages drained early per page / pages per drain.
-            let per_page = f.free_high_share / f.free_high_pages_per_event;
-            outputs.push(("free_high_share".to_string(), f.free_high_share));
-            outputs.push(("free_high_events_per_page".to_string(), per_page));
-            outputs.push((
-                "free_high_events_per_s".to_string(),
-                per_page * thr_pair * f64::from(running),
-            ));
-        }
+            (
+                f.free_high_share,
+                f.free_high_share / f.free_high_pages_per_event,
+            )
+        } else {
+            (0.0, 0.0)
+        };
+        outputs.push(("free_high_share".to_string(), fh_share));
+        outputs.push(("free_high_events_per_page".to_string(), fh_per_page));
+        outputs.push((
+            "free_high_events_per_s".to_string(),
+            fh_per_page * thr_pair * f64::from(running),
+        ));
         if let Some(s) = score {
             outputs.insert(0, ("score".to_string(), s));
         }
