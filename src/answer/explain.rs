@@ -229,22 +229,52 @@ pub fn explain(
         |m, v| m.latency_ns.dram_local.value = v,
     ));
     {
+        // B's core count in A's chip design. A's cores per LLC domain is the chip's (a CCX of
+        // eight cores sharing one L3 on an EPYC, a socket-wide L3 on most Intel parts), as is
+        // the LLC size per domain: B's cores are laid out in domains of A's size, as many
+        // domains as they fill. Taking B's cores per socket with A's number of domains instead
+        // made A's 8 CCDs share 4 cores (0 cores per LLC domain, repro
+        // T3-explain-epyc-zero-cores). See `llc_domains_for`.
         let (s, c, t, n) = (
             b.topology.sockets.value,
             b.topology.cores_per_socket.value,
             b.topology.threads_per_core.value,
             b.topology.numa_nodes.value,
         );
+        let d = llc_domains_for(
+            c,
+            a.cores_per_llc_domain(),
+            a.topology.llc_domains_per_socket.value,
+        );
         let mem = b.memory.clone();
+        let domains = |n: u32| if n == 1 { "domain" } else { "domains" };
         edits.push((
-            "core count (and memory: they set the default high together)".into(),
-            format!("{} CPUs", a.cpus()),
-            format!("{} CPUs", b.cpus()),
+            "core count, in A's LLC domain size (and memory: they set the default high together)"
+                .into(),
+            format!(
+                "{} CPUs, {} LLC {} x {} cores per socket",
+                a.cpus(),
+                a.topology.llc_domains_per_socket.value,
+                domains(a.topology.llc_domains_per_socket.value),
+                a.cores_per_llc_domain()
+            ),
+            format!(
+                "{} CPUs, {d} LLC {} x {} cores per socket",
+                b.cpus(),
+                domains(d),
+                c / d
+            ),
             Box::new(move |m: &mut Machine| {
                 m.topology.sockets.value = s;
                 m.topology.cores_per_socket.value = c;
                 m.topology.threads_per_core.value = t;
                 m.topology.numa_nodes.value = n;
+                m.topology.llc_domains_per_socket.value = d;
+                if d == 1 {
+                    // One domain: no pair of cores crosses an LLC (the machine schema has
+                    // c2c_cross_llc only with several domains).
+                    m.latency_ns.c2c_cross_llc = None;
+                }
                 m.memory = mem.clone();
             }),
         ));
@@ -289,6 +319,28 @@ pub fn explain(
         all_swapped,
         summary,
     })
+}
+
+/// LLC domains per socket for `cores` cores per socket on a chip whose LLC domains hold
+/// `cores_per_domain` cores (`domains_now` of them per socket today).
+///
+/// A chip with one LLC per socket keeps one: its L3 is shared by the whole socket whatever the
+/// core count. A chip of several domains keeps its domain size as far as `cores` allows: the
+/// divisor `d` of `cores` whose `cores / d` is nearest `cores_per_domain` (ties: fewer, larger
+/// domains), with at least two cores per domain (the same-LLC placement needs a pair) and at
+/// most 64 domains (the machine schema's bound). 4 cores on an 8-core-CCX EPYC: one domain of
+/// 4; 64 cores: 8 domains of 8; 24 cores: 3 domains of 8.
+pub fn llc_domains_for(cores: u32, cores_per_domain: u32, domains_now: u32) -> u32 {
+    // The machine schema's bound on LLC domains per socket.
+    const MAX_LLC_DOMAINS: u32 = 64;
+    if domains_now <= 1 || cores <= 1 {
+        return 1;
+    }
+    let want = cores_per_domain.max(2);
+    (1..=cores)
+        .filter(|d| cores % d == 0 && cores / d >= 2 && *d <= MAX_LLC_DOMAINS)
+        .min_by_key(|d| ((cores / d).abs_diff(want), *d))
+        .unwrap_or(1)
 }
 
 fn policy_name(p: Policy) -> &'static str {
