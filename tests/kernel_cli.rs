@@ -292,3 +292,63 @@ fn zoneinfo_on_this_host_matches() {
         .code(0)
         .stdout(predicate::str::contains("values match"));
 }
+
+/// Repro T3-silent-kernel-version: `--kernel 6.18.foo` and `6.18.0.1.2.3` were read as 6.18.
+/// A `--kernel` is MAJOR.MINOR or MAJOR.MINOR.PATCH; zoneinfo's `--kernel` (the release of the
+/// kernel that wrote the file) also takes a `uname -r` string, but not extra dotted parts.
+#[test]
+fn kernel_versions_with_extra_parts_are_refused() {
+    for bad in ["6.18.foo", "6.18.0.1.2.3", "6.18.0.1", "6.18.44-generic"] {
+        bin()
+            .args(["kernel", "--machine", "icelake-server", "--kernel", bad])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--kernel"))
+            .stderr(predicate::str::contains("MAJOR.MINOR or MAJOR.MINOR.PATCH"));
+    }
+    bin()
+        .args([
+            "kernel",
+            "--machine",
+            "icelake-server",
+            "--kernel",
+            "6.6.30",
+        ])
+        .assert()
+        .code(0);
+    for bad in ["6.18.foo", "6.18.0.1"] {
+        bin()
+            .args(["zoneinfo", "tests/fixtures/zoneinfo/host-6.18.txt"])
+            .args(["--kernel", bad, "--cpus-per-node", "2"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--kernel"))
+            .stderr(predicate::str::contains("kernel release"));
+    }
+}
+
+/// A `--kernel` newer than the newest modelled kernel (6.19) runs on 6.19's rules and says so
+/// on stderr, once; 6.18 and 6.19 themselves are modelled and print no warning.
+#[test]
+fn a_kernel_newer_than_modelled_warns_what_is_assumed() {
+    for args in [
+        &["kernel", "--machine", "icelake-server", "--kernel", "7.1"][..],
+        &["predict", "--workload", "netperf-udp", "--kernel", "6.20"][..],
+    ] {
+        let out = bin().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(stderr.matches("warning:").count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("newer than 6.19") && stderr.contains("6.19's rules are assumed"),
+            "{args:?}: {stderr}"
+        );
+    }
+    for v in ["6.18", "6.19"] {
+        bin()
+            .args(["kernel", "--machine", "icelake-server", "--kernel", v])
+            .assert()
+            .code(0)
+            .stderr(predicate::str::contains("warning").not());
+    }
+}

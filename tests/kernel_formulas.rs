@@ -210,14 +210,28 @@ fn versions_parse_and_fall_into_eras() {
         ("6.1.0-18-amd64\n", 6, 1),
         ("5.15.0+", 5, 15),
     ] {
+        // Release strings (uname -r) are read by parse_release; parse takes X.Y[.Z] only.
+        assert_eq!(
+            KernelVersion::parse_release(text).unwrap(),
+            v(major, minor),
+            "{text}"
+        );
+    }
+    for (text, major, minor) in [("5.18", 5, 18), ("6.6.30", 6, 6)] {
         assert_eq!(
             KernelVersion::parse(text).unwrap(),
             v(major, minor),
             "{text}"
         );
     }
-    for junk in ["", "six", "6", "6.", "6.x", "6.18rc1", "1.0", ".5"] {
+    for junk in [
+        "", "six", "6", "6.", "6.x", "6.18rc1", "1.0", ".5", "6.18.0.1",
+    ] {
         assert!(KernelVersion::parse(junk).is_err(), "{junk:?}");
+        assert!(KernelVersion::parse_release(junk).is_err(), "{junk:?}");
+    }
+    for release in ["6.18.44-fc-v857", "v6.6.30", "5.15.0+"] {
+        assert!(KernelVersion::parse(release).is_err(), "{release:?}");
     }
     assert_eq!(v(5, 13).era(), Era::Legacy);
     assert_eq!(v(5, 14).era(), Era::SplitHigh);

@@ -549,3 +549,45 @@ fn fields_a_kind_does_not_read_are_refused_or_reported() {
         "{text}"
     );
 }
+
+/// Repro T3-silent-kernel-version: `reference_kernel = "6.18.0.1"` (and `"6.18.foo"`) was read
+/// as 6.18 with exit 0. A version is MAJOR.MINOR or MAJOR.MINOR.PATCH: the file, the field and
+/// what is accepted are named, exit 2.
+#[test]
+fn a_reference_kernel_with_extra_parts_is_refused() {
+    let src = std::fs::read_to_string(fixture()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["6.18.0.1", "6.18.foo", "6.18.44-generic"] {
+        let text = src.replace(
+            "reference_kernel = \"6.10\"",
+            &format!("reference_kernel = \"{bad}\""),
+        );
+        assert_ne!(text, src);
+        let file = dir.path().join("w.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = pcpmodel()
+            .args(["predict", "--workload", file.to_str().unwrap()])
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8_lossy(&out);
+        assert!(err.contains("reference_kernel"), "{bad}: {err}");
+        assert!(
+            err.contains("MAJOR.MINOR or MAJOR.MINOR.PATCH"),
+            "{bad}: {err}"
+        );
+    }
+    // Three parts are a version.
+    let text = src.replace(
+        "reference_kernel = \"6.10\"",
+        "reference_kernel = \"6.10.3\"",
+    );
+    let file = dir.path().join("ok.toml");
+    std::fs::write(&file, text).unwrap();
+    pcpmodel()
+        .args(["predict", "--workload", file.to_str().unwrap()])
+        .assert()
+        .code(0);
+}

@@ -41,9 +41,39 @@ impl From<PlacementArg> for Placement {
 /// Parses `--kernel`, defaulting to `default`.
 pub fn kernel_arg(k: &Option<String>, default: KernelVersion) -> anyhow::Result<KernelVersion> {
     Ok(match k {
-        Some(s) => KernelVersion::parse_labeled(s, "--kernel")?,
+        Some(s) => kernel_flag(s, "--kernel")?,
         None => default,
     })
+}
+
+/// Parses a kernel version given on the command line (`flag` names it in errors): strictly,
+/// `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`. Every `--kernel` goes through here (or through
+/// [`kernel_release_flag`]) so that a version newer than the newest modelled one is announced
+/// once, in one place.
+pub fn kernel_flag(text: &str, flag: &str) -> anyhow::Result<KernelVersion> {
+    let v = KernelVersion::parse_labeled(text, flag)?;
+    warn_if_newer_than_modelled(v, flag);
+    Ok(v)
+}
+
+/// As [`kernel_flag`], for a flag that names the release of the kernel that wrote a file
+/// (`zoneinfo --kernel`): a `uname -r` string such as `6.18.44-generic` is accepted too.
+pub fn kernel_release_flag(text: &str, flag: &str) -> anyhow::Result<KernelVersion> {
+    let v = KernelVersion::parse_release_labeled(text, flag)?;
+    warn_if_newer_than_modelled(v, flag);
+    Ok(v)
+}
+
+/// The warning for a version past [`KernelVersion::NEWEST_MODELLED`]: the model does not know
+/// that kernel's PCP code and uses the newest rules it has.
+fn warn_if_newer_than_modelled(v: KernelVersion, flag: &str) {
+    if v.is_newer_than_modelled() {
+        let newest = KernelVersion::NEWEST_MODELLED;
+        eprintln!(
+            "warning: {flag} {v} is newer than {newest}, the newest kernel whose PCP code is modelled: {newest}'s rules are assumed (era {}); a later change to the page allocator is not in the model",
+            newest.era()
+        );
+    }
 }
 
 /// THP mode on the command line.

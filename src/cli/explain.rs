@@ -197,11 +197,13 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
 /// Runs `pcpmodel plot explain`.
 pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
     let e = compute(&args.args)?;
+    // compute() has parsed (and warned about) --kernel; its result carries the version.
+    let kernel = KernelVersion::parse_labeled(&e.kernel, "--kernel")?;
     let mut curves = Vec::new();
     for name in [&args.args.a, &args.args.b] {
         let m = Machine::resolve(name)?;
         let knobs = pcpmodel::workload::Knobs {
-            kernel: Some(kernel_arg(&args.args.kernel, KernelVersion::DEFAULT)?),
+            kernel: Some(kernel),
             placement: Some(pcpmodel::workload::spec::PlacementSpec::SameLlc),
             ..Default::default()
         };

@@ -236,7 +236,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         }
         None => {
             let kernel = match &args.kernel {
-                Some(k) => pcpmodel::kernel::version::KernelVersion::parse_labeled(k, "--kernel")?,
+                Some(k) => super::args::kernel_flag(k, "--kernel")?,
                 None => w.spec.reference_kernel()?,
             };
             let label = path.display().to_string();

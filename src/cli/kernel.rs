@@ -249,11 +249,12 @@ pub fn host_tables(fs: &FeatureSet) -> (Vec<Table>, serde_json::Value, Vec<Strin
 
 /// Builds the report of `pcpmodel kernel`.
 pub fn report(args: &Args) -> anyhow::Result<Report> {
+    // Parsed once: a version newer than the modelled ones is warned about once.
+    let given = match &args.kernel {
+        Some(k) => Some(super::args::kernel_flag(k, "--kernel")?),
+        None => None,
+    };
     let features = if args.host {
-        let given = match &args.kernel {
-            Some(k) => Some(KernelVersion::parse_labeled(k, "--kernel")?),
-            None => None,
-        };
         Some(detect_features(&args.root, given)?)
     } else {
         None
@@ -308,8 +309,8 @@ pub fn report(args: &Args) -> anyhow::Result<Report> {
             }
         }
     }
-    let version = match (&args.kernel, &features) {
-        (Some(k), _) => KernelVersion::parse_labeled(k, "--kernel")?,
+    let version = match (given, &features) {
+        (Some(k), _) => k,
         (None, Some(fs)) => fs.version.ok_or_else(|| {
             anyhow::anyhow!(
                 "--host: no kernel version under {} (proc/sys/kernel/osrelease): give --kernel",

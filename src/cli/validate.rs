@@ -104,9 +104,7 @@ fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>>
     )?;
     let mut opts = WorkloadValidateOptions::for_workload(&w)?;
     if let Some(k) = &args.kernel {
-        opts.base.kernel = Some(pcpmodel::kernel::version::KernelVersion::parse_labeled(
-            k, "--kernel",
-        )?);
+        opts.base.kernel = Some(super::args::kernel_flag(k, "--kernel")?);
     }
     opts.free = args.free.clone();
     let label = path.display().to_string();

@@ -21,8 +21,8 @@ const PROC_ZONEINFO: &str = "/proc/zoneinfo";
 pub struct Args {
     /// The zoneinfo file (default /proc/zoneinfo).
     pub file: Option<PathBuf>,
-    /// Kernel version that wrote the file (default: the running kernel,
-    /// /proc/sys/kernel/osrelease).
+    /// Kernel version that wrote the file: 6.18, 6.18.44 or that kernel's `uname -r` release
+    /// string, e.g. 6.18.44-generic (default: the running kernel, /proc/sys/kernel/osrelease).
     #[arg(long)]
     pub kernel: Option<String>,
     /// CPUs per NUMA node, 1 to 8192 (the kernel's NR_CPUS limit on x86-64; default: this
@@ -83,12 +83,12 @@ pub fn report(args: &Args) -> anyhow::Result<(Report, bool)> {
     let mut notes = Vec::new();
 
     let version = match &args.kernel {
-        Some(k) => KernelVersion::parse_labeled(k, "--kernel")?,
+        Some(k) => super::args::kernel_release_flag(k, "--kernel")?,
         None => {
             let p = "/proc/sys/kernel/osrelease";
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("reading {p} (give --kernel X.Y)"))?;
-            let v = KernelVersion::parse_labeled(&text, p)?;
+            let v = KernelVersion::parse_release_labeled(&text, p)?;
             notes.push(format!(
                 "kernel {v} from {p} ('{}'){}",
                 text.trim(),

@@ -149,7 +149,7 @@ pub fn detect_features(root: &Path, version: Option<KernelVersion>) -> Result<Fe
     let release = read_optional(&release_path)?.map(|s| s.trim().to_string());
     let version = match (version, &release) {
         (Some(v), _) => Some(v),
-        (None, Some(r)) => Some(KernelVersion::parse_labeled(
+        (None, Some(r)) => Some(KernelVersion::parse_release_labeled(
             r,
             &release_path.display().to_string(),
         )?),

@@ -20,7 +20,7 @@
 //! # Example
 //! ```
 //! use pcpmodel::kernel::{pageset, KernelVersion};
-//! let v = KernelVersion::parse("6.18.44-generic").unwrap();
+//! let v = KernelVersion::parse_release("6.18.44-generic").unwrap();
 //! assert_eq!(pageset::pageset_batch(196_608, v), 63);
 //! ```
 

@@ -43,7 +43,8 @@ use serde::{Serialize, Serializer};
 
 use crate::error::{Error, Result};
 
-/// A kernel version: major and minor. Patch levels and local suffixes are ignored because no
+/// A kernel version: major and minor. Patch levels (and, in release strings, local suffixes) are
+/// read and dropped because no
 /// formula here depends on them (see [`KernelVersion::may_have_scale_max_backport`] for the one
 /// stable backport that matters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,22 +105,51 @@ impl KernelVersion {
     /// The default version of the `kernel` command: 6.18.
     pub const DEFAULT: KernelVersion = KernelVersion::new(6, 18);
 
-    /// Parses `"5.18"`, `"6.18.44-fc-v857"`, `"v6.6.30"`, `"6.1.0-18-amd64"`. `label` names the
-    /// source in errors (a file name, `--kernel`, ...).
+    /// Parses a version as a user or a data file writes it: `MAJOR.MINOR` (`"5.18"`) or
+    /// `MAJOR.MINOR.PATCH` (`"6.6.30"`), nothing else (no `v`, no suffix, no fourth part:
+    /// `"6.18.foo"` and `"6.18.0.1"` are errors, not 6.18). `label` names the source in errors
+    /// (`--kernel`, `reference_kernel`, a file name). A `uname -r` string such as
+    /// `"6.18.44-fc-v857"` is read by [`KernelVersion::parse_release_labeled`], which only the
+    /// readers of a kernel's own release string use.
     pub fn parse_labeled(text: &str, label: &str) -> Result<Self> {
+        Self::parse_impl(text, label, false)
+    }
+
+    /// Parses a kernel's release string as `uname -r` and `/proc/sys/kernel/osrelease` print
+    /// it: `MAJOR.MINOR[.PATCH]` optionally followed by a local suffix that starts with `-`,
+    /// `+`, `_` or `~` (`"6.18.44-fc-v857"`, `"6.1.0-18-amd64"`, `"5.15.0+"`), or a `v`-prefixed
+    /// tag (`"v6.6.30"`). A fourth dotted part or a suffix without a separator is still an
+    /// error. For the readers of such strings only: the running kernel's osrelease, a trace's
+    /// recorded release, and `zoneinfo --kernel` (the release of the kernel that wrote a file).
+    pub fn parse_release_labeled(text: &str, label: &str) -> Result<Self> {
+        Self::parse_impl(text, label, true)
+    }
+
+    /// [`KernelVersion::parse_release_labeled`] with errors naming "kernel release".
+    pub fn parse_release(text: &str) -> Result<Self> {
+        Self::parse_release_labeled(text, "kernel release")
+    }
+
+    fn parse_impl(text: &str, label: &str, release: bool) -> Result<Self> {
+        let accepted = if release {
+            "expected a kernel release: MAJOR.MINOR[.PATCH] with an optional local suffix after '-', '+', '_' or '~', e.g. 6.18, 6.18.44 or 6.18.44-generic"
+        } else {
+            "expected MAJOR.MINOR or MAJOR.MINOR.PATCH, e.g. 6.18 or 6.6.30"
+        };
         let err = |m: &str| {
             Error::parse(
                 label,
                 0,
                 "kernel version",
-                format!(
-                    "'{}': {m} (expected e.g. 5.18 or 6.18.44-generic)",
-                    text.trim()
-                ),
+                format!("'{}': {m} ({accepted})", text.trim()),
             )
         };
         let t = text.trim();
-        let t = t.strip_prefix('v').unwrap_or(t);
+        let t = if release {
+            t.strip_prefix('v').unwrap_or(t)
+        } else {
+            t
+        };
         let digits = |s: &str| -> (String, usize) {
             let d: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
             let n = d.len();
@@ -137,20 +167,40 @@ impl KernelVersion {
         if m == 0 {
             return Err(err("no minor version number"));
         }
-        let tail = &rest[m..];
-        if let Some(c) = tail.chars().next() {
-            if !matches!(c, '.' | '-' | '+' | '_' | '~') {
-                return Err(err("unexpected character after the minor version"));
-            }
-        }
+        let mut tail = &rest[m..];
         if let Some(sub) = tail.strip_prefix('.') {
             let (sub, k) = digits(sub);
+            if k == 0 {
+                return Err(err(
+                    "the part after the minor version is not a patch number",
+                ));
+            }
             // Stable series have reached sublevels in the hundreds (4.9.337, 4.14.336); a
             // sublevel above 9999 is not a kernel release.
-            if k > 0 && sub.parse::<u32>().map_or(true, |v| v > 9999) {
+            if sub.parse::<u32>().map_or(true, |v| v > 9999) {
                 return Err(err(
                     "sublevel out of range: stable releases stay below 10000",
                 ));
+            }
+            tail = &tail[1 + k..];
+        }
+        match tail.chars().next() {
+            None => {}
+            Some('.') => {
+                return Err(err(
+                    "a fourth dotted part: a kernel version has at most MAJOR.MINOR.PATCH",
+                ))
+            }
+            Some('-' | '+' | '_' | '~') if release => {}
+            Some(_) if release => {
+                return Err(err(
+                    "unexpected character after the version: a local suffix starts with '-', '+', '_' or '~'",
+                ))
+            }
+            Some(_) => {
+                return Err(err(
+                    "unexpected text after the version (a uname -r release string is read only from the running kernel, a trace or zoneinfo --kernel)",
+                ))
             }
         }
         let major: u32 = maj.parse().map_err(|_| err("major version too large"))?;
@@ -171,11 +221,23 @@ impl KernelVersion {
         Ok(v)
     }
 
+    /// The newest kernel whose PCP code this crate has read: 6.19 (the batched free, see the
+    /// module documentation and [`crate::kernel::changes`]). A later version gets 6.19's rules;
+    /// nothing after 6.19 is modelled.
+    pub const NEWEST_MODELLED: KernelVersion = KernelVersion::new(6, 19);
+
+    /// True when this version is newer than [`KernelVersion::NEWEST_MODELLED`]: the model
+    /// assumes the newest modelled rules for it.
+    pub fn is_newer_than_modelled(self) -> bool {
+        self > KernelVersion::NEWEST_MODELLED
+    }
+
     /// The oldest kernel a version string may name: from 4.6 (watermark_scale_factor) the
     /// watermark, batch and high formulas are the ones `crate::kernel` implements.
     pub const OLDEST: KernelVersion = KernelVersion::new(4, 6);
 
-    /// Parses a version (see [`KernelVersion::parse_labeled`]); errors name "kernel version".
+    /// Parses a version strictly (see [`KernelVersion::parse_labeled`]); errors name "kernel
+    /// version".
     pub fn parse(text: &str) -> Result<Self> {
         Self::parse_labeled(text, "kernel version")
     }
@@ -293,11 +355,94 @@ mod tests {
     #[test]
     fn parses_and_orders() {
         assert_eq!(
-            KernelVersion::parse("6.18.44-fc-v857").unwrap(),
+            KernelVersion::parse_release("6.18.44-fc-v857").unwrap(),
             KernelVersion::new(6, 18)
         );
         assert!(KernelVersion::new(5, 18) < KernelVersion::new(6, 1));
         assert!(KernelVersion::parse("6").is_err());
         assert!(KernelVersion::parse("6.x").is_err());
+    }
+
+    #[test]
+    fn strict_parse_accepts_major_minor_and_patch_only() {
+        for (text, major, minor) in [
+            ("6.18", 6, 18),
+            ("5.18", 5, 18),
+            ("6.6.30", 6, 6),
+            (" 6.1.0\n", 6, 1),
+            ("4.9.337", 4, 9),
+        ] {
+            assert_eq!(
+                KernelVersion::parse_labeled(text, "--kernel").unwrap(),
+                KernelVersion::new(major, minor),
+                "{text:?}"
+            );
+        }
+        // Repro T3-silent-kernel-version: these were read as 6.18.
+        for junk in [
+            "6.18.foo",
+            "6.18.0.1",
+            "6.18.0.1.2.3",
+            "6.18.",
+            "6.18.44-fc-v857",
+            "6.1.0-18-amd64",
+            "5.15.0+",
+            "v6.6.30",
+            "6.18x",
+            "6.18 foo",
+            "6.18.99999",
+        ] {
+            let e = KernelVersion::parse_labeled(junk, "reference_kernel")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("reference_kernel"), "{junk:?}: {e}");
+            assert!(
+                e.contains("MAJOR.MINOR or MAJOR.MINOR.PATCH"),
+                "{junk:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn release_parse_reads_uname_strings_but_not_extra_parts() {
+        for (text, major, minor) in [
+            ("6.18.44-fc-v1252", 6, 18),
+            ("6.18.44-fc-v857\n", 6, 18),
+            ("6.1.0-18-amd64", 6, 1),
+            ("5.15.0+", 5, 15),
+            ("v6.6.30", 6, 6),
+            ("4.18.0-305.el8.x86_64", 4, 18),
+            ("6.18.0-rc1", 6, 18),
+            ("6.18", 6, 18),
+            ("6.18-rc1", 6, 18),
+        ] {
+            assert_eq!(
+                KernelVersion::parse_release_labeled(text, "osrelease").unwrap(),
+                KernelVersion::new(major, minor),
+                "{text:?}"
+            );
+        }
+        for junk in [
+            "6.18.foo",
+            "6.18.0.1",
+            "6.18.0.1.2.3",
+            "6.18rc1",
+            "6.18.",
+            "6",
+        ] {
+            let e = KernelVersion::parse_release_labeled(junk, "--kernel")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--kernel"), "{junk:?}: {e}");
+            assert!(e.contains("kernel release"), "{junk:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn newer_than_modelled() {
+        assert!(!KernelVersion::DEFAULT.is_newer_than_modelled());
+        assert!(!KernelVersion::new(6, 19).is_newer_than_modelled());
+        assert!(KernelVersion::new(6, 20).is_newer_than_modelled());
+        assert!(KernelVersion::new(7, 0).is_newer_than_modelled());
     }
 }

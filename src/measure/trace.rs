@@ -270,7 +270,7 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         )
     })?;
     let (writes, seconds) = check_run(&t, label)?;
-    let kernel = KernelVersion::parse_labeled(&t.kernel, label)?;
+    let kernel = KernelVersion::parse_release_labeled(&t.kernel, label)?;
     if !kernel.era().auto_tunes_high() && kernel < KernelVersion::new(5, 14) {
         return Err(Error::Unsupported(format!(
             "{label}: kernel {kernel}: the trace comparison follows the PCP rules of 5.14 and later (split high, free_high, auto-tuning)"
