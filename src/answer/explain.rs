@@ -338,7 +338,7 @@ pub fn llc_domains_for(cores: u32, cores_per_domain: u32, domains_now: u32) -> u
     }
     let want = cores_per_domain.max(2);
     (1..=cores)
-        .filter(|d| cores % d == 0 && cores / d >= 2 && *d <= MAX_LLC_DOMAINS)
+        .filter(|d| cores.is_multiple_of(*d) && cores / d >= 2 && *d <= MAX_LLC_DOMAINS)
         .min_by_key(|d| ((cores / d).abs_diff(want), *d))
         .unwrap_or(1)
 }
