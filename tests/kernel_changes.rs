@@ -339,6 +339,21 @@ fn shows_effect(key: &str, k: KernelVersion) -> bool {
                 "skb_defer_max 0 turns it off"
             );
         }
+        "memcg-charge-batch-64" => {
+            use pcpmodel::kernel::memcg::charge_batch;
+            assert_eq!((charge_batch(before), charge_batch(k)), (32, 64));
+            // The workload follows the kernel: half the hierarchy walks, more throughput.
+            let m = Machine::builtin("memcg-72cpu").unwrap();
+            let w = pcpmodel::workload::resolve("memcg-netperf").unwrap();
+            let at = |ver| {
+                let kn = pcpmodel::workload::Knobs {
+                    kernel: Some(ver),
+                    ..Default::default()
+                };
+                w.predict(&m, &kn).unwrap().ns_per_op
+            };
+            assert!(at(k) < at(before), "{} !< {}", at(k), at(before));
+        }
         "batchsize-clarify" => {
             assert_eq!(zone_batchsize(3840, before), 0);
             assert_eq!(zone_batchsize(3840, k), 1);

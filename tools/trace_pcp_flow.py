@@ -157,26 +157,30 @@ def runs_of(flags):
     return [(f, n) for f, n in out]
 
 
+def run_stats(runs, v):
+    """Summary of the runs of value `v` in (value, length) pairs: pages, count, mean length, the
+    page-weighted mean (the run the average page is in), the longest, and the pages in runs of at
+    least 63 (a batch) and 2016 (batch << 5)."""
+    ls = [n for f, n in runs if f == v]
+    pages = sum(ls)
+    return {"pages": pages, "runs": len(ls), "mean_run_pages": pages / len(ls) if ls else 0.0,
+            "weighted_run_pages": sum(n * n for n in ls) / pages if pages else 0.0,
+            "max_run_pages": max(ls) if ls else 0,
+            "pages_in_runs_ge_63": sum(n for n in ls if n >= 63),
+            "pages_in_runs_ge_2016": sum(n for n in ls if n >= 2016)}
+
+
 def order0_runs(flags):
-    """Order-0 allocation (True) and free (False) runs of one CPU: counts, mean lengths and the
-    pages in runs of at least 63 (a batch) and 2016 (batch << 5): what alloc_factor and free_count
-    see, since a free halves alloc_factor and an allocation halves free_count."""
+    """Order-0 allocation (True) and free (False) runs of one CPU: what alloc_factor and
+    free_count see, since a free halves alloc_factor and an allocation halves free_count."""
     r = runs_of(flags)
-    out = {}
-    for side, v in (("alloc", True), ("free", False)):
-        ls = [n for f, n in r if f == v]
-        pages = sum(ls)
-        out[side] = {"pages": pages, "runs": len(ls), "mean_run_pages": pages / len(ls) if ls else 0.0,
-                     "weighted_run_pages": sum(n * n for n in ls) / pages if pages else 0.0,
-                     "pages_in_runs_ge_63": sum(n for n in ls if n >= 63),
-                     "pages_in_runs_ge_2016": sum(n for n in ls if n >= 2016)}
-    return out
+    return {"alloc": run_stats(r, True), "free": run_stats(r, False)}
 
 
 def page_runs(seq):
     """Runs of allocations and of frees of any order on one CPU, in base pages (a block of order
-    o counts 2^o): count, mean, page-weighted mean (the run the average page is in) and the
-    longest. A CPU that frees what it allocates (deferred skb freeing) shows its frees' bursts."""
+    o counts 2^o). A CPU that frees what it allocates (deferred skb freeing) shows its frees'
+    bursts."""
     runs = []
     for ev, order, _refill, _ts in seq:
         if ev not in ("mm_page_alloc", "mm_page_free"):
@@ -186,14 +190,7 @@ def page_runs(seq):
             runs[-1][1] += pages
         else:
             runs.append([a, pages])
-    out = {}
-    for side, v in (("alloc", True), ("free", False)):
-        ls = [n for f, n in runs if f == v]
-        pages = sum(ls)
-        out[side] = {"pages": pages, "runs": len(ls), "mean_run_pages": pages / len(ls) if ls else 0.0,
-                     "weighted_run_pages": sum(n * n for n in ls) / pages if pages else 0.0,
-                     "max_run_pages": max(ls) if ls else 0}
-    return out
+    return {"alloc": run_stats(runs, True), "free": run_stats(runs, False)}
 
 
 def task_lives(tasks):

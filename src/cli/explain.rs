@@ -29,7 +29,7 @@ pub struct Args {
     /// Workload (only netperf-udp).
     #[arg(long, default_value = "netperf-udp")]
     pub workload: String,
-    /// Kernel version (default: 6.18, the newest the project models; thread 004 ran 5.18).
+    /// Kernel version (default: 6.18, the newest the project models; thread 004's table is modelled on 5.17's rules).
     #[arg(long)]
     pub kernel: Option<String>,
     /// pcp->high values for the side-by-side table, pages, comma-separated (default: 0, both

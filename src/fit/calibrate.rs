@@ -34,6 +34,10 @@ use crate::model::pcp::Flow;
 /// free and the table's curve would be flat.
 pub const KERNEL_004: KernelVersion = KernelVersion::new(5, 17);
 
+/// The table the netperf model's per-machine parameters are fitted to (`op.work.table` of a
+/// producer-consumer workload whose work is fitted per machine).
+pub const TABLE_004: &str = "004_netperf_pcp_high";
+
 /// Builds the netperf model of a machine for a placement and kernel, with thread 004's flow.
 pub fn netperf_model(
     machine: &Machine,

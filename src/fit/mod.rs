@@ -97,6 +97,9 @@
 //! for prediction" (PRESS), Technometrics 16, 1974.
 
 pub mod calibrate;
+pub mod lock_calibration;
+pub mod memcg_calibration;
+pub mod numa_calibration;
 pub mod optimize;
 pub mod stats;
 

@@ -501,10 +501,10 @@ pub const CHANGES: &[Change] = &[
         area: Area::Memcg,
         effect: "per-CPU memcg charge stock refilled 64 pages at a time instead of 32: half \
                  the page_counter hierarchy walks",
-        implemented_in: &[],
+        implemented_in: &["memcg-netperf"],
         affects: &["memcg-netperf"],
-        model_note: "memcg-netperf takes MEMCG_CHARGE_BATCH from --batch, not from the kernel \
-                     version: pass --batch 64 for >= 6.1",
+        model_note: "Model: kernel::memcg::charge_batch gives the kernel's MEMCG_CHARGE_BATCH; \
+                     --charge-batch or params.memcg_charge_batch override it",
         feature: None,
     },
     Change {

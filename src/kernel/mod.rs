@@ -28,6 +28,7 @@ pub mod changes;
 pub mod config;
 pub mod features;
 pub mod layout;
+pub mod memcg;
 pub mod ops;
 pub mod pageset;
 pub mod skb;

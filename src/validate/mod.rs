@@ -226,15 +226,7 @@ impl TableValidation {
     }
 }
 
-/// The seed threads [`validate_thread`] has tables for, with the kind of each thread's built-in
-/// workload (a workload file's `thread` must be one of them, with that kind).
-pub const THREAD_KINDS: [(&str, &str); 5] = [
-    ("000", "alloc-loop"),
-    ("001", "memcg-charge"),
-    ("002", "numa-stat"),
-    ("003", "high-order-fault"),
-    ("004", "producer-consumer"),
-];
+pub use crate::workload::spec::THREAD_KINDS;
 
 /// The seed threads `validate` knows ([`THREAD_KINDS`]; each is the `thread` of one built-in
 /// workload file of that kind, which the unit test below checks).

@@ -7,35 +7,11 @@
 
 use crate::data;
 use crate::error::Result;
-use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
 use crate::hw::machine::Machine;
-use crate::model::vmstat::{NumaStatModel, KERNEL_002};
+use crate::model::vmstat::NumaStatModel;
 use crate::validate::{Role, TableValidation, ValidationRow};
 
-/// The model of thread 002's machine and kernel.
-pub fn model_002() -> Result<NumaStatModel> {
-    NumaStatModel::new(&Machine::builtin("broadwell-2s")?, KERNEL_002)
-}
-
-/// Fits the three parameters to the four rows (leave-one-out on).
-pub fn fit_002(model: &NumaStatModel) -> Result<FitReport> {
-    let pts = data::numa_stat_002()?;
-    let ds = Dataset::from_rows(
-        model as &dyn FitModel,
-        pts.iter()
-            .map(|p| vec![f64::from(p.threads), if p.numa_stat { 1.0 } else { 0.0 }])
-            .collect(),
-        pts.iter().map(|p| p.cycles_per_page).collect(),
-        "data/002_numa_stat_cycles.csv",
-    )?;
-    let opts = FitOptions {
-        residual: Residual::Relative,
-        loo: true,
-        starts: 4,
-        ..FitOptions::default()
-    };
-    fit(model as &dyn FitModel, &ds, &opts)
-}
+pub use crate::fit::numa_calibration::{fit_002, model_002};
 
 /// Validates thread 002.
 pub fn validate() -> Result<TableValidation> {

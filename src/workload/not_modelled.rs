@@ -27,14 +27,6 @@ pub fn changes_key(kind: &str) -> Option<&'static str> {
     }
 }
 
-/// Changes whose behaviour a knob sets by hand (change key, knob name in [`Knobs::extra`], flag):
-/// such a change is not listed when the knob is given.
-const SET_BY_KNOB: &[(&str, &str, &str)] = &[(
-    "memcg-charge-batch-64",
-    "memcg_charge_batch",
-    "--charge-batch",
-)];
-
 /// Adds the `not_modelled` list of `spec` (evaluated by kind `kind`) on the knobs' kernel
 /// (default [`KernelVersion::DEFAULT`]) to `report`.
 pub fn add(report: &mut Report, spec: &WorkloadSpec, kind: &str, knobs: &Knobs) -> Result<()> {
@@ -47,21 +39,7 @@ pub fn add(report: &mut Report, spec: &WorkloadSpec, kind: &str, knobs: &Knobs) 
         ));
         return Ok(());
     };
-    let mut list = changes::not_modelled(key, kernel, reference);
-    list.retain(|n| {
-        let by = SET_BY_KNOB
-            .iter()
-            .find(|(k, knob, _)| *k == n.key && knobs.extra(knob).is_some());
-        if let Some((_, _, flag)) = by {
-            report.notes.push(format!(
-                "{} ({}, {}): set by hand with {flag}, so not listed as not modelled",
-                n.commit.unwrap_or("(unverified)"),
-                n.subject,
-                n.version
-            ));
-        }
-        by.is_none()
-    });
+    let list = changes::not_modelled(key, kernel, reference);
     insert(report, &list, reference, kernel);
     if list.is_empty() {
         report.notes.push(format!(

@@ -71,6 +71,58 @@ pub enum Basis {
     Derived,
 }
 
+/// The seed threads `validate` has tables for, with the kind of each thread's built-in
+/// workload (a workload file's `thread` must be one of them, with that kind).
+pub const THREAD_KINDS: [(&str, &str); 5] = [
+    ("000", "alloc-loop"),
+    ("001", "memcg-charge"),
+    ("002", "numa-stat"),
+    ("003", "high-order-fault"),
+    ("004", "producer-consumer"),
+];
+
+/// Every `table` of a quantity: only on `op.work`, only with `basis = "fitted"`, and naming a
+/// compiled-in table (a file stem or the stem prefix of a family).
+fn check_fit_tables(label: &str, v: &serde_json::Value, path: &str) -> Result<()> {
+    let serde_json::Value::Object(map) = v else {
+        return Ok(());
+    };
+    if let Some(t) = map.get("table").and_then(|t| t.as_str()) {
+        let field = format!("{path}.table");
+        if path != "op.work.ns" && path != "op.work.cycles" {
+            return Err(Error::invalid(
+                label,
+                &field,
+                "only op.work takes a table (the data its value is fitted to)",
+            ));
+        }
+        if map.get("basis").and_then(|b| b.as_str()) != Some("fitted") {
+            return Err(Error::invalid(
+                label,
+                &field,
+                "a table names the data a fitted value comes from: give basis = \"fitted\" or drop the table",
+            ));
+        }
+        let stems: Vec<&str> = crate::data::catalogue().iter().map(|t| t.name).collect();
+        if !stems.iter().any(|s| s.starts_with(t) && !t.is_empty()) {
+            return Err(Error::invalid(
+                label,
+                &field,
+                format!("'{t}' names no compiled-in table (pcpmodel data lists them)"),
+            ));
+        }
+    }
+    for (k, sub) in map {
+        let p = if path.is_empty() {
+            k.clone()
+        } else {
+            format!("{path}.{k}")
+        };
+        check_fit_tables(label, sub, &p)?;
+    }
+    Ok(())
+}
+
 /// A number with its unit (in the field name), provenance and basis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +134,12 @@ pub struct Quantity {
     /// How it was obtained (default `given`).
     #[serde(default)]
     pub basis: Basis,
+    /// With `basis = "fitted"`: the compiled-in table the value is fitted to (a file stem under
+    /// data/, or the stem prefix of a family of tables, e.g. `000_funclatency`). The kind fits
+    /// the value per machine on that table's rows for the machine and carries it over to a
+    /// machine the table does not measure. Without it a fitted value is carried over everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
 }
 
 impl Quantity {
@@ -91,6 +149,7 @@ impl Quantity {
             value,
             source: source.into(),
             basis: Basis::Given,
+            table: None,
         }
     }
 }
@@ -125,6 +184,13 @@ impl Work {
     /// The quantity that sets it.
     pub fn quantity(&self) -> Option<&Quantity> {
         self.ns.as_ref().or(self.cycles.as_ref())
+    }
+
+    /// The table the work is fitted to per machine (`basis = "fitted"` with a `table`), if any.
+    pub fn fitted_table(&self) -> Option<&str> {
+        self.quantity()
+            .filter(|q| q.basis == Basis::Fitted)
+            .and_then(|q| q.table.as_deref())
     }
 }
 
@@ -312,6 +378,7 @@ impl WorkloadSpec {
         let inv = |field: &str, msg: String| Error::invalid(label, field, msg);
         if let Ok(v) = serde_json::to_value(self) {
             crate::input::check_text_fields(label, &v)?;
+            check_fit_tables(label, &v, "")?;
         }
         let one_word = |n: &str| !n.trim().is_empty() && !n.contains(char::is_whitespace);
         if !one_word(&self.name) {
@@ -333,7 +400,7 @@ impl WorkloadSpec {
             ));
         }
         if let Some(t) = &self.thread {
-            let threads = crate::validate::THREAD_KINDS;
+            let threads = THREAD_KINDS;
             match threads.iter().find(|(n, _)| n == t) {
                 None => {
                     return Err(inv(

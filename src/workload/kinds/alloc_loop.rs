@@ -10,11 +10,14 @@
 //! Thread 000's workload (`mmap-fill`) is this kind with `phase_pages` = its two 6 GiB buffers.
 //!
 //! # Where the lock's parameters come from (the rule)
-//! - **Thread 000's own workload** (`thread = "000"`): all three of `fixed_ns`,
-//!   `lines_per_page`, `work_ns_per_page` from [`crate::validate::t000::calibrate`]: fitted to
-//!   the machine's thread-000 histograms when it has some, else carried over (geometric means of
-//!   the measured machines, `fixed_ns` derived for the machine). This is `pcpmodel latency`'s
-//!   behaviour before the kind existed, number for number.
+//! - **A workload whose work is fitted to the lock histograms** (`op.work` with
+//!   `basis = "fitted"` and `table = "000_funclatency"`, [`lock_fitted`]): all three of
+//!   `fixed_ns`, `lines_per_page`, `work_ns_per_page` from
+//!   [`crate::fit::lock_calibration::calibrate`]: fitted to the machine's histograms when the
+//!   table has some, else carried over (geometric means of the measured machines, `fixed_ns`
+//!   derived for the machine). The hold is then the fitted one, think time is counted per block
+//!   moved ([`ThinkRule::BlocksMoved`], as the fit counted it) and no LRU work is added (the
+//!   fitted work holds it).
 //! - **Any other workload**: nothing is fitted to the workload's own data. `lines_per_page` and
 //!   `fixed_ns` come from thread 000's fit (another table) of, in this order: the machine itself
 //!   when it has thread-000 data; a thread-000 machine of the same `cpu.microarchitecture`
@@ -274,15 +277,21 @@ fn reference_machine(machine: &Machine, t000: &[String]) -> Result<Option<(Machi
     Ok(None)
 }
 
+/// Whether the workload's lock parameters and work are fitted together to the lock histograms
+/// (`op.work.table` names [`crate::fit::lock_calibration::TABLE`]; the module docs' rule).
+pub fn lock_fitted(w: &WorkloadSpec) -> bool {
+    w.op.work.fitted_table() == Some(crate::fit::lock_calibration::TABLE)
+}
+
 /// The lock parameters of a workload on a machine by the module docs' rule; `work_ns` is the
-/// work per allocation (ignored for thread 000's workload, whose work is fitted).
+/// work per allocation (ignored when the work is fitted with the lock, [`lock_fitted`]).
 pub fn lock_params(
     w: &WorkloadSpec,
     machine: &Machine,
     work_ns: f64,
 ) -> Result<(ZoneLockParams, String)> {
-    use crate::validate::t000::calibrate;
-    if w.thread.as_deref() == Some("000") {
+    use crate::fit::lock_calibration::calibrate;
+    if lock_fitted(w) {
         let c = calibrate(machine)?;
         return Ok((c.params, c.source));
     }
@@ -318,7 +327,7 @@ pub fn lock_params(
 }
 
 /// Gives `model` the refill hold composed from the code ([`crate::model::hold`]) at the clock its
-/// CPU work under the lock runs at, as every workload but thread 000's uses (thread 000 keeps
+/// CPU work under the lock runs at, as every workload uses but one whose lock is fitted ([`lock_fitted`] keeps
 /// its fitted hold); returns the hold for the caller's provenance.
 pub fn with_code_hold(model: &mut ZoneLockModel) -> crate::model::hold::CodeHold {
     let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
@@ -510,7 +519,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
     let allocs = w.op.alloc_pages.value.max(1.0);
     let (fast_ns, fast_note) = fast_path_shift(w, kernel, freeing, clock)?;
     let work = per_op / allocs + fast_ns;
-    if w.thread.as_deref() != Some("000") && (work.is_nan() || work <= 0.0) {
+    if !lock_fitted(w) && (work.is_nan() || work <= 0.0) {
         return Err(Error::invalid(
             format!("workload {}", w.name),
             "op.work",
@@ -541,7 +550,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
         model.block_pattern = crate::model::hold::BlockPattern::Sequential;
     }
     let (params, mut params_source) = lock_params(w, machine, work)?;
-    if w.thread.as_deref() != Some("000") {
+    if !lock_fitted(w) {
         // Any other workload: the refill's hold is composed from the code at the machine's
         // latencies (crate::model::hold), at the clock the CPU work under the lock runs at.
         let hold = with_code_hold(&mut model);
@@ -574,7 +583,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             l.exit_pages()
         );
     }
-    let lru_pages = if w.thread.as_deref() == Some("000") {
+    let lru_pages = if lock_fitted(w) {
         0.0
     } else {
         match w.param("lru_pages").ok() {
@@ -606,7 +615,7 @@ pub fn lock_case(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<LockC
             batch: k.batch,
             high: k.high,
         },
-        rule: if w.thread.as_deref() == Some("000") {
+        rule: if lock_fitted(w) {
             ThinkRule::BlocksMoved
         } else {
             ThinkRule::PerIteration
@@ -918,8 +927,18 @@ impl Kind for AllocLoop {
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
         // The file's work per operation is each task's think time between allocations: the
         // queue needs it > 0 (a fitted value is the thread's own and checked by its fit).
+        if let Some(t) = w.op.work.fitted_table().filter(|_| !lock_fitted(w)) {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.work.table",
+                format!(
+                    "'{t}': kind alloc-loop fits its work (with the lock's hold) only to the rmqueue_bulk() histograms '{}'; drop the table to carry the lock's fit over",
+                    crate::fit::lock_calibration::TABLE
+                ),
+            ));
+        }
         let given = w.op.work.ns.as_ref().or(w.op.work.cycles.as_ref());
-        if let Some(q) = given.filter(|_| w.thread.as_deref() != Some("000")) {
+        if let Some(q) = given.filter(|_| !lock_fitted(w)) {
             if q.value.is_nan() || q.value <= 0.0 {
                 return Err(Error::invalid(
                     format!("workload {}", w.name),
@@ -1068,7 +1087,7 @@ impl Kind for AllocLoop {
     /// Thread 000's own workload has its histogram fit (`fit --workload zone-lock`); any other
     /// alloc-loop workload gets the generic fit.
     fn native_fit(&self, w: &WorkloadSpec, m: &Machine) -> Result<Option<Box<dyn FitModel>>> {
-        if w.thread.as_deref() != Some("000") {
+        if !lock_fitted(w) {
             return Ok(None);
         }
         Ok(Some(Box::new(ZoneLockHistFit::new(m)?)))

@@ -7,7 +7,7 @@
 //! `tasks.count` instances (`--tasks`, `--instances`), `params.cgroup_depth`
 //! (`--cgroup-depth`), `params.memcg_charge_batch` (`--charge-batch`). The parameters (fixed
 //! work from the root-memcg run, transfer scale fitted to 6.0-rc1 at batch 32) are thread
-//! 001's calibration ([`crate::validate::t001::calibrated_params`]).
+//! 001's calibration ([`crate::fit::memcg_calibration::calibrated_params`]).
 //!
 //! Several memcgs (issue 13 item 6): `tasks.memcgs` (`--memcgs`, default 1) sibling memcgs
 //! share every charging CPU, their stock calls interleaved: after each call the CPU turns with
@@ -19,6 +19,7 @@
 use crate::error::{Error, Result};
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
+use crate::kernel::version::KernelVersion;
 use crate::model::memcg::{Interleave, MemcgModel, StockCode};
 use crate::output::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
@@ -27,16 +28,31 @@ use crate::workload::spec::WorkloadSpec;
 /// Kind `memcg-charge`.
 pub struct MemcgCharge;
 
-/// MEMCG_CHARGE_BATCH and the cgroup depth of a workload with the knobs.
+/// The kernel a prediction evaluates: `--kernel`, else the file's `reference_kernel`.
+fn kernel_of(w: &WorkloadSpec, k: &Knobs) -> Result<KernelVersion> {
+    match k.kernel {
+        Some(v) => Ok(v),
+        None => w.reference_kernel(),
+    }
+}
+
+/// MEMCG_CHARGE_BATCH and the cgroup depth of a workload with the knobs. The batch is
+/// `--charge-batch`, else the file's `params.memcg_charge_batch` (a patched kernel), else the
+/// kernel's own ([`crate::kernel::memcg::charge_batch`]).
 fn inputs(w: &WorkloadSpec, k: &Knobs) -> Result<(u32, u32)> {
-    let batch = super::param(
-        w,
-        k,
-        "memcg_charge_batch",
-        crate::bounds::MEMCG_CHARGE_BATCH,
-    )?;
+    let batch =
+        if k.extra("memcg_charge_batch").is_some() || w.params.contains_key("memcg_charge_batch") {
+            super::param(
+                w,
+                k,
+                "memcg_charge_batch",
+                crate::bounds::MEMCG_CHARGE_BATCH,
+            )? as u32
+        } else {
+            crate::kernel::memcg::charge_batch(kernel_of(w, k)?)
+        };
     let depth = super::param(w, k, "cgroup_depth", crate::bounds::CGROUP_DEPTH)?;
-    Ok((batch as u32, depth as u32))
+    Ok((batch, depth as u32))
 }
 
 /// The memcgs sharing each CPU, their interleaving and the stock code of the kernel, with
@@ -89,10 +105,7 @@ fn sharing(
             1.0
         }
     };
-    let kernel = match k.kernel {
-        Some(v) => v,
-        None => w.reference_kernel()?,
-    };
+    let kernel = kernel_of(w, k)?;
     Ok((
         Interleave { memcgs, redraw },
         StockCode::for_kernel(kernel),
@@ -146,7 +159,12 @@ impl Kind for MemcgCharge {
         ]
     }
     fn check(&self, w: &WorkloadSpec) -> Result<()> {
-        super::require_params(w, &["memcg_charge_batch", "cgroup_depth"])
+        super::require_params(w, &["cgroup_depth"])
+    }
+    /// The file's reference kernel: its stock code and MEMCG_CHARGE_BATCH are that kernel's
+    /// unless `--kernel` says otherwise.
+    fn default_kernel(&self, w: &WorkloadSpec) -> Result<KernelVersion> {
+        w.reference_kernel()
     }
 
     fn predict(&self, w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Predicted> {
@@ -155,7 +173,7 @@ impl Kind for MemcgCharge {
         check_instances(machine, instances)?;
         let (il, code, il_note) = sharing(w, k, instances)?;
         let model = MemcgModel::new(machine, instances, depth)?.with_memcgs(il, code)?;
-        let p = crate::validate::t001::calibrated_params()?.0;
+        let p = crate::fit::memcg_calibration::calibrated_params()?.0;
         let e = model.estimate(&p, batch)?;
         let sw = model.switch_terms(batch, p[2])?;
         let t = Table::terms(

@@ -5,7 +5,7 @@
 //! # Inputs
 //! `tasks.count` threads (`--tasks`, `--threads`), `params.numa_stat` (vm.numa_stat, 0 or 1;
 //! `--numa-stat`), the kernel (`--kernel`: the fold threshold changed in 4.15). The three
-//! parameters are fitted to thread 002's four rows ([`crate::validate::t002::fit_002`]).
+//! parameters are fitted to thread 002's four rows ([`crate::fit::numa_calibration::fit_002`]).
 
 use crate::error::Result;
 use crate::fit::FitModel;
@@ -46,8 +46,8 @@ impl Kind for NumaStat {
 
     fn predict(&self, w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Predicted> {
         let kernel = k.kernel_or_default();
-        let fit_model = crate::validate::t002::model_002()?;
-        let r = crate::validate::t002::fit_002(&fit_model)?;
+        let fit_model = crate::fit::numa_calibration::model_002()?;
+        let r = crate::fit::numa_calibration::fit_002(&fit_model)?;
         let p: Vec<f64> = r.params.iter().map(|x| x.value).collect();
         let model = NumaStatModel::new(machine, kernel)?;
         let (threads, capped) = super::tasks_capped(w, k, machine.cpus(), &machine.name);

@@ -21,10 +21,10 @@
 //! # Fixed work
 //! A file's `op.work` with `basis = "fitted"` takes the work per page from thread 004's
 //! calibration ([`crate::fit::calibrate`]); any other basis takes the file's value (ns, or
-//! cycles at the machine's base clock) with no uncertainty and no score scale. Thread 004's own workload (`thread = "004"`) uses the fit on a
-//! machine thread 004 measured and the carry-over in cycles elsewhere
-//! ([`crate::fit::calibrate::netperf_params`]); every other producer-consumer workload uses the
-//! carry-over in cycles on every machine
+//! cycles at the machine's base clock) with no uncertainty and no score scale. A fitted work that
+//! names its table (`table = "004_netperf_pcp_high"`) is fitted on a machine the table measures
+//! and carried over in cycles elsewhere ([`crate::fit::calibrate::netperf_params`]); a fitted
+//! work without a table is carried over in cycles on every machine
 //! ([`crate::fit::calibrate::netperf_params_carried_over`]): its own per-page work was never
 //! measured, and the UDP fit of one machine is no better an estimate of it than the mean over
 //! the machines.
@@ -47,7 +47,7 @@ use crate::answer::optimal_high::{perturb_latencies, sweep_limit};
 use crate::error::{Error, Result};
 use crate::fit::calibrate::{
     default_pcp, netperf_model, netperf_params, netperf_params_carried_over, netperf_params_given,
-    WorkloadParams, WorkloadSource,
+    WorkloadParams, WorkloadSource, TABLE_004,
 };
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
@@ -384,7 +384,14 @@ fn work_params(w: &WorkloadSpec, machine: &Machine) -> Result<WorkloadParams> {
         }
         return Ok(netperf_params_given(machine, ns, &q.source));
     }
-    if w.thread.as_deref() == Some("004") {
+    if let Some(t) = w.op.work.fitted_table() {
+        if t != TABLE_004 {
+            return Err(Error::invalid(
+                format!("workload {}", w.name),
+                "op.work.table",
+                format!("'{t}': kind producer-consumer fits its work per machine only to '{TABLE_004}'; drop the table to carry the fit over in cycles"),
+            ));
+        }
         netperf_params(machine)
     } else {
         netperf_params_carried_over(machine)
@@ -650,7 +657,7 @@ impl Kind for ProducerConsumer {
             ),
             WorkloadSource::CarriedOver { from } => format!(
                 "no {} measurements for {}: fixed work carried over as {} cycles/page from {} (geometric mean; spread propagated); no score scale",
-                if w.thread.as_deref() == Some("004") { "netperf".to_string() } else { w.name.clone() },
+                w.op.work.fitted_table().unwrap_or(&w.name),
                 machine.name,
                 sig(wp.fixed_cycles, 4),
                 from.join(", ")
