@@ -276,6 +276,34 @@ fn shows_effect(key: &str, k: KernelVersion) -> bool {
             s.high_pages = 8000;
             s.decay_pcp_high().unwrap();
             assert_eq!(s.high_pages, 7000);
+            // netperf-udp's consumer: the fixed high before, the live one from k. A pure
+            // consumer of order-0 pages raises it to free_count + batch (batch << scale_max +
+            // batch); of order-3 blocks, free_high lowers it to high_min on every firing.
+            use pcpmodel::workload::kinds::producer_consumer::pairs_model;
+            let m = Machine::builtin("icelake-server").unwrap();
+            let w = pcpmodel::workload::resolve("lmbench-af-unix").unwrap();
+            let live = |ver, order| {
+                let kn = pcpmodel::workload::Knobs {
+                    kernel: Some(ver),
+                    order: Some(order),
+                    ..Default::default()
+                };
+                pairs_model(&w.spec, &m, &kn).unwrap().reuse.kernel_high
+            };
+            let cfg = configure(&m, k, KernelOptions::default()).unwrap();
+            let z = cfg.zone(0, ZoneKind::Normal).unwrap();
+            let PcpHigh::AutoTuned { high_min_pages, .. } = z.pcp.high else {
+                panic!("{k} auto-tunes")
+            };
+            let old = configure(&m, before, KernelOptions::default()).unwrap();
+            let PcpHigh::Fixed { high_pages } = old.zone(0, ZoneKind::Normal).unwrap().pcp.high
+            else {
+                panic!("{before} has a fixed high")
+            };
+            assert_eq!(live(before, 0), high_pages);
+            let batch = z.pcp.batch_pages;
+            assert_eq!(live(k, 0), (batch << 5) + batch);
+            assert_eq!(live(k, 3), high_min_pages);
         }
         "below-high" => {
             let mut s = pcp(k);

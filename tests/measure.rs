@@ -32,18 +32,11 @@ fn measure_pcp_ok(args: &[&str], frac: &Path, journal: &Path) -> Output {
     st
 }
 
-/// A sweep of the page-fault loop against `frac`, long enough to be interrupted.
-fn spawn_sweep(frac: &Path, journal: &Path) -> Child {
+/// `measure pcp ARGS` against the fake sysctl `frac`, journaling to `journal`, in the background.
+fn spawn_measure(args: &[&str], frac: &Path, journal: &Path) -> Child {
     Command::new(BIN)
-        .args(["measure", "pcp", "--workload", "page-fault", "--tasks", "1"])
-        .args([
-            "--fractions",
-            "100,200",
-            "--repeats",
-            "20",
-            "--seconds",
-            "0.2",
-        ])
+        .args(["measure", "pcp"])
+        .args(args)
         .arg("--sysctl-path")
         .arg(frac)
         .arg("--journal")
@@ -53,6 +46,26 @@ fn spawn_sweep(frac: &Path, journal: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// A page-fault sweep long enough to be interrupted.
+fn spawn_sweep(frac: &Path, journal: &Path) -> Child {
+    spawn_measure(
+        &[
+            "--workload",
+            "page-fault",
+            "--tasks",
+            "1",
+            "--fractions",
+            "100,200",
+            "--repeats",
+            "20",
+            "--seconds",
+            "0.2",
+        ],
+        frac,
+        journal,
+    )
 }
 
 /// Waits until the sweep has changed the fake sysctl (so there is something to restore).
@@ -402,9 +415,11 @@ fn zoneinfo_accepts_high_left_below_high_min_by_a_sweep() {
 /// A netperf-udp sweep with `--skb-defer-max 0` against fake files for both sysctls (the
 /// high fraction at "7", skb_defer_max at "64"), long enough to be interrupted.
 fn spawn_defer_sweep(frac: &Path, defer: &Path, journal: &Path) -> Child {
-    Command::new(BIN)
-        .args(["measure", "pcp", "--workload", "netperf-udp"])
-        .args([
+    let defer = defer.to_str().unwrap();
+    spawn_measure(
+        &[
+            "--workload",
+            "netperf-udp",
             "--fractions",
             "100,200",
             "--repeats",
@@ -413,18 +428,12 @@ fn spawn_defer_sweep(frac: &Path, defer: &Path, journal: &Path) -> Child {
             "0.1",
             "--skb-defer-max",
             "0",
-        ])
-        .arg("--sysctl-path")
-        .arg(frac)
-        .arg("--skb-defer-max-path")
-        .arg(defer)
-        .arg("--journal")
-        .arg(journal)
-        .arg("--no-progress")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+            "--skb-defer-max-path",
+            defer,
+        ],
+        frac,
+        journal,
+    )
 }
 
 fn defer_journal(journal: &Path) -> std::path::PathBuf {

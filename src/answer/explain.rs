@@ -16,12 +16,13 @@
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::fit::calibrate::{default_pcp, netperf_model, netperf_params};
+use crate::fit::calibrate::{netperf_model, netperf_params};
 use crate::fit::optimize::fast_argmax;
 use crate::hw::machine::{Machine, Policy};
 use crate::kernel::version::KernelVersion;
 use crate::model::cache::Placement;
 use crate::model::netperf::{NetperfEstimate, NetperfModel};
+use crate::workload::kinds::producer_consumer::kernel_high;
 
 /// The three shape numbers of a curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -137,11 +138,8 @@ pub fn explain(
     let mb = netperf_model(b, placement, kernel)?;
     let cap = |m: &NetperfModel| m.hierarchy.any_cache_pages;
     let limit = (3.0 * cap(&ma).max(cap(&mb))).ceil() as u32;
-    let default_of = |m: &Machine| -> Result<u32> {
-        Ok(default_pcp(m, kernel)?.effective_high(ma.flow.scale_max))
-    };
-    let shape_a = shape_of(&ma, &pa, limit, default_of(a)?)?;
-    let shape_b = shape_of(&mb, &pb, limit, default_of(b)?)?;
+    let shape_a = shape_of(&ma, &pa, limit, kernel_high(a, &ma)?)?;
+    let shape_b = shape_of(&mb, &pb, limit, kernel_high(b, &mb)?)?;
 
     let mut side_by_side = Vec::new();
     for &h in highs {
@@ -290,11 +288,11 @@ pub fn explain(
             parameter: name.clone(),
             from: from.clone(),
             to: to.clone(),
-            shape: shape_of(&model, &pa, limit, default_of(&m)?)?,
+            shape: shape_of(&model, &pa, limit, kernel_high(&m, &model)?)?,
         });
     }
     let all_model = netperf_model(&all, placement, kernel)?;
-    let all_swapped = shape_of(&all_model, &pa, limit, default_of(&all)?)?;
+    let all_swapped = shape_of(&all_model, &pa, limit, kernel_high(&all, &all_model)?)?;
     let summary = summarise(
         a,
         b,

@@ -439,7 +439,7 @@ pub fn optimal_high(
             p_dram: e.probs.dram,
         });
     }
-    let default_high = d.effective_high(model.flow.scale_max);
+    let default_high = reuse.kernel_high;
     let default_loss = 100.0 * (throughput(model, &p, default_high) / a.best_score - 1.0);
     let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| throughput(model, &p, h));
     let mut notes: Vec<String> = wp.note.iter().cloned().collect();

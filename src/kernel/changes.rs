@@ -613,8 +613,8 @@ pub const CHANGES: &[Change] = &[
         implemented_in: &["kernel", "ops", "netperf-udp"],
         affects: &["netperf-udp"],
         model_note: "pageset limits; netperf-udp takes high_min/high_max from the kernel's \
-                     formulas and the high the free path settles at between them \
-                     (calibrate::DefaultPcp::effective_high)",
+                     formulas and the live high between them from the auto-tuning rules \
+                     stepped through its flow (producer_consumer::kernel_high)",
         feature: None,
     },
     Change {
@@ -628,9 +628,11 @@ pub const CHANGES: &[Change] = &[
         area: Area::High,
         effect: "refills raise pcp->high by batch, frees above high raise it to free_count + \
                  batch, decay_pcp_high() lowers it by 1/8 per vmstat tick",
-        implemented_in: &["ops"],
+        implemented_in: &["ops", "netperf-udp"],
         affects: &["netperf-udp", "mmap-fill"],
-        model_note: "PcpState::decay_pcp_high; the steady-state models take the settled high",
+        model_note: "PcpState::decay_pcp_high; netperf-udp takes the consumer's time-average \
+                     live high from autotune::live_high (the kernel's rules stepped through \
+                     its flow)",
         feature: None,
     },
     Change {

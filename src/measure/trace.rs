@@ -296,6 +296,8 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         work_ns,
         tick_ns: 1e9,
         span_ns: (120e9_f64).min(MAX_SIM_BLOCKS / orders.len() as f64 * work_ns),
+        reader_allocs_per_block: 0.0,
+        writer_free_share: 0.0,
     };
     let tally = flow.run(&mut w, &mut r)?;
     let units = tally.work_units.max(1) as f64;

@@ -120,6 +120,8 @@ pub struct FlowTally {
     pub mean_pcp_pages: f64,
     /// Live `pcp->high` at the end, pages (of the freeing pageset).
     pub final_high_pages: u32,
+    /// Time-average live `pcp->high` of the freeing pageset, pages.
+    pub mean_high_pages: f64,
     /// Blocks the refills moved (one `__rmqueue()` each), all orders.
     pub refill_blocks: u64,
     /// Blocks the drains returned (one `__free_one_page()` each), all orders.
@@ -133,6 +135,8 @@ impl FlowTally {
         if span > 0.0 {
             self.mean_pcp_pages =
                 (self.mean_pcp_pages * self.span_ns + o.mean_pcp_pages * o.span_ns) / span;
+            self.mean_high_pages =
+                (self.mean_high_pages * self.span_ns + o.mean_high_pages * o.span_ns) / span;
         }
         self.span_ns = span;
         for &(p, n) in &o.refill {
@@ -174,6 +178,7 @@ struct Clock {
     record_from_ns: f64,
     end_ns: f64,
     pcp_area: f64,
+    high_area: f64,
     tally: FlowTally,
 }
 
@@ -193,6 +198,7 @@ impl Clock {
             record_from_ns: warmup.clamp(0.0, 0.9) * end_ns,
             end_ns,
             pcp_area: 0.0,
+            high_area: 0.0,
             tally: FlowTally::default(),
         })
     }
@@ -201,10 +207,12 @@ impl Clock {
         self.t_ns >= self.record_from_ns
     }
 
-    /// Advances by `dt` with `held` pages on the lists, ticking `decay_pcp_high()` on `sets`.
-    fn advance(&mut self, dt: f64, held: u32, sets: &mut [&mut PcpState]) -> Result<()> {
+    /// Advances by `dt` with `held` pages on the lists and the freeing pageset's live `high`,
+    /// ticking `decay_pcp_high()` on `sets`.
+    fn advance(&mut self, dt: f64, held: u32, high: u32, sets: &mut [&mut PcpState]) -> Result<()> {
         if self.recording() {
             self.pcp_area += f64::from(held) * dt;
+            self.high_area += f64::from(high) * dt;
             self.tally.span_ns += dt;
         }
         self.t_ns += dt;
@@ -252,10 +260,13 @@ impl Clock {
     }
 
     fn finish(mut self, final_high: u32) -> FlowTally {
-        self.tally.mean_pcp_pages = if self.tally.span_ns > 0.0 {
-            self.pcp_area / self.tally.span_ns
+        (self.tally.mean_pcp_pages, self.tally.mean_high_pages) = if self.tally.span_ns > 0.0 {
+            (
+                self.pcp_area / self.tally.span_ns,
+                self.high_area / self.tally.span_ns,
+            )
         } else {
-            0.0
+            (0.0, 0.0)
         };
         self.tally.final_high_pages = final_high;
         self.tally.refill.sort_unstable();
@@ -316,8 +327,8 @@ impl ProcessFlow {
             for (i, &(a, f)) in runs.iter().enumerate() {
                 for _ in 0..a {
                     c.alloc(st, 0)?;
-                    let held = st.count_pages;
-                    c.advance(da, held, &mut [&mut *st])?;
+                    let (held, high) = (st.count_pages, st.high_pages);
+                    c.advance(da, held, high, &mut [&mut *st])?;
                 }
                 let (life, exit) = if i == last {
                     (f - exit_pages, exit_pages)
@@ -329,8 +340,8 @@ impl ProcessFlow {
                 }
                 for _ in 0..exit {
                     c.free(st, 0)?;
-                    let held = st.count_pages;
-                    c.advance(df, held, &mut [&mut *st])?;
+                    let (held, high) = (st.count_pages, st.high_pages);
+                    c.advance(df, held, high, &mut [&mut *st])?;
                 }
             }
             c.free(st, self.pgd_order)?;
@@ -356,6 +367,12 @@ pub struct PairFlow {
     pub tick_ns: f64,
     /// Simulated span, ns (the first quarter is warm-up).
     pub span_ns: f64,
+    /// Order-0 allocations the reader's CPU makes per block it frees (its own page use, which
+    /// halves `free_count` and ends a run of frees); 0 for a pure reader.
+    pub reader_allocs_per_block: f64,
+    /// Share of the blocks the writer frees itself, right after allocating them (skbs the
+    /// network stack hands back to the allocating CPU); 0: the reader frees every block.
+    pub writer_free_share: f64,
 }
 
 impl PairFlow {
@@ -372,23 +389,122 @@ impl PairFlow {
                 "a message needs at least one block",
             ));
         }
+        for (name, v) in [
+            ("reader_allocs_per_block", self.reader_allocs_per_block),
+            ("writer_free_share", self.writer_free_share),
+        ] {
+            if !(v.is_finite() && v >= 0.0) || (name == "writer_free_share" && v > 1.0) {
+                return Err(Error::invalid(
+                    "pair flow",
+                    name,
+                    "must be >= 0 (a share <= 1)",
+                ));
+            }
+        }
         let mut c = Clock::new(self.tick_ns, 0.0, self.span_ns, 0.25)?;
+        // Deterministic interleaving of the fractional rates: a block goes to the writer's
+        // list when the running share crosses the next whole block, likewise the reader's
+        // allocations.
+        let (mut to_writer, mut reader_allocs) = (0.0_f64, 0.0_f64);
+        let mut freed = Vec::with_capacity(self.orders.len());
+        // The pageset whose high the tally reports: the one most blocks are freed to.
+        let reader_frees = self.writer_free_share < 0.5;
         while c.t_ns < c.end_ns {
+            freed.clear();
             for &o in &self.orders {
                 c.alloc(w, o)?;
+                to_writer += self.writer_free_share;
+                if to_writer >= 1.0 {
+                    to_writer -= 1.0;
+                    c.free(w, o)?;
+                } else {
+                    freed.push(o);
+                }
             }
-            for &o in &self.orders {
+            for &o in &freed {
                 c.free(r, o)?;
+                reader_allocs += self.reader_allocs_per_block;
+                while reader_allocs >= 1.0 {
+                    reader_allocs -= 1.0;
+                    c.alloc(r, 0)?;
+                    // The reader's own page goes back to its list before the next block.
+                    c.free(r, 0)?;
+                }
             }
             if c.recording() {
                 c.tally.work_units += 1;
             }
             let held = w.count_pages + r.count_pages;
-            c.advance(self.work_ns, held, &mut [&mut *w, &mut *r])?;
+            let high = if reader_frees {
+                r.high_pages
+            } else {
+                w.high_pages
+            };
+            c.advance(self.work_ns, held, high, &mut [&mut *w, &mut *r])?;
         }
-        let h = r.high_pages;
+        let h = if reader_frees {
+            r.high_pages
+        } else {
+            w.high_pages
+        };
         Ok(c.finish(h))
     }
+}
+
+/// vmstat's interval (`sysctl_stat_interval`, HZ: one second), ns: how often
+/// `decay_pcp_high()` runs.
+pub const VMSTAT_INTERVAL_NS: f64 = 1e9;
+
+/// Messages a [`live_high`] run steps at most: enough for the live high to settle many times
+/// over (it moves by `batch` per refill and by `batch << scale_max` per `free_high` free). At
+/// the pace of a network flow this is less than one vmstat tick, so the mean is the high
+/// between ticks; a tick's decay (at most 1/8) is not in it. The run starts from an empty
+/// list at `high_min`, as after boot: a live high left higher by an earlier workload decays
+/// to this only over many ticks.
+const LIVE_HIGH_MESSAGES: f64 = 60_000.0;
+
+/// A steady producer/consumer flow whose live `pcp->high` [`live_high`] finds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveHighFlow {
+    /// The pageset limits (`high_min`/`high_max` on 6.7+, the fixed high before).
+    pub limits: crate::kernel::pageset::PcpLimits,
+    /// `CONFIG_PCP_BATCH_SCALE_MAX` (None: the kernel's default).
+    pub scale_max: Option<u8>,
+    /// PCPF_FREE_HIGH_BATCH ([`free_high_batch_flag`]).
+    pub free_high_batch: bool,
+    /// The flow: orders, work per message, the reader's own allocations, the writer's frees.
+    pub pair: PairFlow,
+}
+
+/// The live `pcp->high` of the pageset a producer/consumer flow frees to, time-averaged over
+/// the kernel's own rules stepped through the flow (6.7+: refills raise it by `batch`, frees
+/// above it raise it to `free_count + batch`, `free_high` frees lower it by
+/// `batch << scale_max`, each vmstat tick decays it by 1/8); the fixed high before 6.7.
+/// Memoised: optimal-high, explain and predict ask for the same flow many times.
+pub fn live_high(kernel: KernelVersion, f: &LiveHighFlow) -> Result<f64> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static MEMO: OnceLock<Mutex<HashMap<String, f64>>> = OnceLock::new();
+    if !kernel.era().auto_tunes_high() {
+        if let crate::kernel::pageset::PcpHigh::Fixed { high_pages } = f.limits.high {
+            return Ok(f64::from(high_pages));
+        }
+    }
+    let key = format!("{kernel}|{}", serde_json::to_string(f).unwrap_or_default());
+    let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(&h) = memo.lock().ok().and_then(|m| m.get(&key).copied()).as_ref() {
+        return Ok(h);
+    }
+    let mut pair = f.pair.clone();
+    pair.span_ns = pair.span_ns.min(LIVE_HIGH_MESSAGES * pair.work_ns);
+    let mut w = PcpState::new(kernel, f.limits, f.scale_max)?;
+    w.flags.free_high_batch = f.free_high_batch;
+    let mut r = w.clone();
+    let t = pair.run(&mut w, &mut r)?;
+    if let Ok(mut m) = memo.lock() {
+        m.insert(key, t.mean_high_pages);
+    }
+    Ok(t.mean_high_pages)
 }
 
 /// A flow's tally through the zone->lock queue.
@@ -619,6 +735,8 @@ mod tests {
             work_ns: 5_000.0,
             tick_ns: 1e9,
             span_ns: 4e9,
+            reader_allocs_per_block: 0.0,
+            writer_free_share: 0.0,
         };
         let mut w = pageset(&model, state, 0).unwrap();
         let mut r = pageset(&model, state, 0).unwrap();

@@ -184,6 +184,8 @@ fn pairs_with(workload: &str, state: SeriesState, work_scale: f64) -> Result<Sta
         work_ns: work,
         tick_ns: 1e9,
         span_ns: 4e9,
+        reader_allocs_per_block: 0.0,
+        writer_free_share: 0.0,
     };
     let mut wr = pageset(&model, state, 0)?;
     let mut rd = pageset(&model, state, 0)?;

@@ -408,6 +408,9 @@ pub struct ReuseModel {
     pub kernel: KernelVersion,
     /// Where producer and consumer run.
     pub placement: crate::model::cache::Placement,
+    /// The pcp->high the kernel runs the flow at on this machine when no `--high` sets it,
+    /// pages (the fixed high, or the live high of auto-tuning).
+    pub kernel_high: u32,
     rebuild: RebuildFn,
 }
 
@@ -420,6 +423,7 @@ impl ReuseModel {
         params: crate::fit::calibrate::WorkloadParams,
         kernel: KernelVersion,
         placement: crate::model::cache::Placement,
+        kernel_high: u32,
         rebuild: impl Fn(&Machine) -> Result<crate::model::netperf::NetperfModel>
             + Send
             + Sync
@@ -430,6 +434,7 @@ impl ReuseModel {
             params,
             kernel,
             placement,
+            kernel_high,
             rebuild: Box::new(rebuild),
         }
     }

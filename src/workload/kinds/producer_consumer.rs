@@ -203,7 +203,7 @@ impl Setup {
 
 /// The free_high trigger of the consumer CPU ([`crate::model::freehigh`]) for runs of
 /// `run_pages` mean: the kernel's rule (or the knob's threshold), the list's high (the knob's or
-/// the kernel's steady one), and PCPF_FREE_HIGH_BATCH from the machine's per-CPU LLC slice.
+/// the kernel's, [`kernel_high`]), and PCPF_FREE_HIGH_BATCH from the machine's per-CPU LLC slice.
 fn free_high_trigger(
     machine: &Machine,
     s: &Setup,
@@ -220,9 +220,10 @@ fn free_high_trigger(
         kernel: s.kernel,
         order: f.order,
         batch_pages: f.batch_pages,
-        high_pages: s
-            .high
-            .unwrap_or_else(|| default.effective_high(f.scale_max)),
+        high_pages: match s.high {
+            Some(h) => h,
+            None => kernel_high(machine, model)?,
+        },
         high_min_pages: default.high_min_pages.unwrap_or(0),
         scale_max: f.scale_max,
         free_high_batch: s.kernel.era().auto_tunes_high()
@@ -230,6 +231,55 @@ fn free_high_trigger(
         threshold_pages: s.free_high_threshold,
         run_mean_pages: run_pages,
     })
+}
+
+/// Work per 4 KiB page that sets the flow's pace against the vmstat tick when the kernel's
+/// live high is stepped ([`kernel_high`]), ns: the order of thread 004's fitted work. The
+/// live high hardly depends on it: it moves on every free and refill, the tick only decays it.
+pub const LIVE_HIGH_PACE_NS_PER_PAGE: f64 = 300.0;
+
+/// The consumer's pcp->high the kernel runs the flow at when `--high` does not set it: the
+/// fixed high (<= 6.6), or on 6.7+ the time-average live high of the pageset the flow frees
+/// to, from the kernel's auto-tuning rules stepped through the flow
+/// ([`crate::model::autotune::live_high`]: the consumer's own allocations, the sender's share
+/// of the frees, free_high).
+pub fn kernel_high(machine: &Machine, model: &NetperfModel) -> Result<u32> {
+    use crate::kernel::pageset::{PcpHigh, PcpLimits};
+    use crate::model::autotune::{
+        free_high_batch_flag, live_high, LiveHighFlow, PairFlow, VMSTAT_INTERVAL_NS,
+    };
+    let f = &model.flow;
+    let default = default_pcp(machine, f.kernel)?;
+    let (Some(lo), Some(hi)) = (default.high_min_pages, default.high_max_pages) else {
+        return Ok(default.effective_high(f.scale_max));
+    };
+    let order = u8::try_from(f.order).unwrap_or(u8::MAX);
+    let pages = f64::from(1u32 << f.order.min(9));
+    let writer_free_share = if f.same_cpu {
+        1.0
+    } else {
+        (1.0 - f.consumer_free_share).clamp(0.0, 1.0)
+    };
+    let flow = LiveHighFlow {
+        limits: PcpLimits {
+            batch_pages: f.batch_pages,
+            high: PcpHigh::AutoTuned {
+                high_min_pages: lo,
+                high_max_pages: hi,
+            },
+        },
+        scale_max: u8::try_from(f.scale_max).ok(),
+        free_high_batch: free_high_batch_flag(machine, f.batch_pages),
+        pair: PairFlow {
+            orders: vec![order],
+            work_ns: LIVE_HIGH_PACE_NS_PER_PAGE * pages,
+            tick_ns: VMSTAT_INTERVAL_NS,
+            span_ns: 4.0 * VMSTAT_INTERVAL_NS,
+            reader_allocs_per_block: f.consumer_allocs_per_free * pages,
+            writer_free_share,
+        },
+    };
+    Ok(live_high(f.kernel, &flow)?.round() as u32)
 }
 
 /// The pairs' model on a machine (what `predict` evaluates and `optimal-high` sweeps).
@@ -287,6 +337,7 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         receiver_share,
     };
     let model = setup.model(machine)?;
+    let high = kernel_high(machine, &model)?;
     let params = work_params(w, machine)?;
     let flow = model.flow;
     let rebuild = move |m: &Machine| {
@@ -295,7 +346,7 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         Ok(x)
     };
     Ok(PairsModel {
-        reuse: ReuseModel::new(model, params, kernel, placement, rebuild),
+        reuse: ReuseModel::new(model, params, kernel, placement, high, rebuild),
         pairs,
         running,
         sharers: setup.sharers,
@@ -503,9 +554,7 @@ impl Kind for ProducerConsumer {
                 )));
             }
         }
-        let high = k
-            .high
-            .unwrap_or_else(|| default.effective_high(model.flow.scale_max));
+        let high = k.high.unwrap_or(reuse.kernel_high);
         let e = model.estimate(&wp.values, high)?;
         let q = pair_queue_of(
             w,
