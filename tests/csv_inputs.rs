@@ -270,8 +270,16 @@ fn compare_refuses_another_workload_one_setting_and_reports_lines() {
     ];
     for (name, text, want) in cases {
         write(dir.path(), name, text);
+        // --workload named: a page-fault CSV alone would select its own workload.
         let (code, _, err) = run(
-            &["compare", name, "--machine", "icelake-server"],
+            &[
+                "compare",
+                name,
+                "--machine",
+                "icelake-server",
+                "--workload",
+                "netperf-udp",
+            ],
             dir.path(),
         );
         assert_eq!(code, 2, "{name}: {err}");

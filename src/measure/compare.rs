@@ -112,6 +112,62 @@ fn geo_mean(v: &[f64]) -> f64 {
 /// The workload compared (an alias of netperf-udp), named in [`Comparison::model`].
 const MODEL: &str = "netperf-pcp-high";
 
+/// `measure pcp`'s names for its host loops and the built-in workload that models each (the
+/// page-fault loop is will-it-scale's page_fault1 with a 16 MiB region: `--workload` a copy
+/// with its `phase_pages`, e.g. data/host/host-page-fault.toml, for the host's own region).
+pub const HOST_LOOPS: &[(&str, &str)] = &[
+    ("netperf-udp", "netperf-udp"),
+    ("af-unix", "lmbench-af-unix"),
+    ("page-fault", "will-it-scale-page-fault1"),
+];
+
+/// The workload that models `measure pcp`'s loop `name` (`name` itself when it is no loop).
+pub fn model_workload(name: &str) -> &str {
+    HOST_LOOPS
+        .iter()
+        .find(|(l, _)| *l == name)
+        .map_or(name, |(_, w)| w)
+}
+
+/// A workload's score at each pcp->high through [`crate::workload::Workload::predict`]: the
+/// predicted operations per second of one task (a blind model has no score units; the
+/// comparison is of shapes). No parameters: nothing here is fitted.
+struct PredictAtHigh<'a> {
+    w: &'a crate::workload::Workload,
+    machine: &'a Machine,
+    knobs: &'a crate::workload::Knobs,
+}
+
+impl crate::fit::FitModel for PredictAtHigh<'_> {
+    fn name(&self) -> &str {
+        self.w.name()
+    }
+    fn params(&self) -> Vec<crate::fit::ParamSpec> {
+        Vec::new()
+    }
+    fn inputs(&self) -> Vec<crate::fit::InputSpec> {
+        vec![crate::fit::InputSpec::new("pcp_high_pages", "pages")]
+    }
+    fn target(&self) -> crate::fit::TargetSpec {
+        crate::fit::TargetSpec::new("score", "operations per second")
+    }
+    fn predict(&self, _params: &[f64], x: &[f64]) -> Result<f64> {
+        let h = x.first().copied().unwrap_or(f64::NAN);
+        if !(h.is_finite() && (0.0..=f64::from(u32::MAX)).contains(&h)) {
+            return Err(Error::invalid(
+                "compare",
+                "pcp_high_pages",
+                format!("{h} is not a page count"),
+            ));
+        }
+        let k = crate::workload::Knobs {
+            high: Some(h.round() as u32),
+            ..self.knobs.clone()
+        };
+        Ok(1e9 / self.w.predict(self.machine, &k)?.ns_per_op)
+    }
+}
+
 /// Compares the blind netperf prediction for `machine` with the sweep in `csv` (text; `label`
 /// names it in errors).
 ///
@@ -125,10 +181,38 @@ pub fn compare_netperf(
     knobs: &crate::workload::Knobs,
 ) -> Result<Comparison> {
     // Thread 004's workload (netperf-udp, by its alias) as its kind builds it for the knobs.
-    let w = crate::workload::resolve(MODEL)?;
-    let reuse = w.kind.reuse_model(&w.spec, machine, knobs)?;
-    let regime = reuse.model.flow_regime();
-    let model: Box<dyn crate::fit::FitModel> = Box::new(reuse.model.clone());
+    compare_sweep(
+        &crate::workload::resolve(MODEL)?,
+        machine,
+        csv,
+        label,
+        knobs,
+    )
+}
+
+/// A measured sweep of workload `w` (columns pcp_high_pages, score) beside the blind
+/// prediction. A workload with a reuse path is predicted by the model its kind builds, and
+/// that model's parameters are then fitted to the sweep; any other through
+/// [`crate::workload::Workload::predict`] at each setting, with nothing to fit.
+pub fn compare_sweep(
+    w: &crate::workload::Workload,
+    machine: &Machine,
+    csv: &str,
+    label: &str,
+    knobs: &crate::workload::Knobs,
+) -> Result<Comparison> {
+    let reuse = if w.kind.has_reuse_path() {
+        Some(w.kind.reuse_model(&w.spec, machine, knobs)?)
+    } else {
+        None
+    };
+    let regime = reuse
+        .as_ref()
+        .map_or_else(|| w.kind.name().to_string(), |r| r.model.flow_regime());
+    let model: Box<dyn crate::fit::FitModel + '_> = match &reuse {
+        Some(r) => Box::new(r.model.clone()),
+        None => Box::new(PredictAtHigh { w, machine, knobs }),
+    };
     // The sweep `measure pcp --out` writes, or thread 004's table (`data 004_netperf_pcp_high
     // --format csv`): their other columns are accepted and not read; any other column is an
     // error.
@@ -144,10 +228,23 @@ pub fn compare_netperf(
         },
     )?;
     ds.check_ranges(w.kind.native_columns())?;
-    ds.check_workload(
-        "the workload compared, netperf-udp",
-        &["netperf-udp", MODEL],
-    )?;
+    // A loop's rows fit the workload that models it, or a user's file of the same kind (a
+    // copy of it for the host's own parameters).
+    let user_file = matches!(w.origin, crate::workload::registry::Origin::File(_));
+    let same_kind =
+        |m: &str| crate::workload::resolve(m).is_ok_and(|b| b.kind.name() == w.kind.name());
+    let loop_names: Vec<&str> = HOST_LOOPS
+        .iter()
+        .filter(|(_, m)| *m == w.name() || (user_file && same_kind(m)))
+        .map(|(l, _)| *l)
+        .collect();
+    let mut names = vec![w.name()];
+    names.extend(&loop_names);
+    if w.name() == "netperf-udp" {
+        names.push(MODEL);
+    }
+    names.dedup();
+    ds.check_workload(&format!("the workload compared, {}", w.name()), &names)?;
     let mut notes = vec![format!(
         "predicted for kernel {} ({regime})",
         knobs.kernel_or_default()
@@ -190,19 +287,25 @@ pub fn compare_netperf(
             ds.columns_not_read.join(", ")
         ));
     }
-    let blind = reuse.params.clone();
-    let blind_source = match &blind.source {
-        WorkloadSource::Fitted { data } => {
+    let blind = reuse.as_ref().map(|r| r.params.clone());
+    let blind_source = match blind.as_ref().map(|b| (&b.source, b.fixed_cycles)) {
+        Some((WorkloadSource::Fitted { data }, _)) => {
             format!("fitted to {data} (this machine has thread-004 data: not blind for it)")
         }
-        WorkloadSource::Given { source } => format!("given ({source}); nothing fitted to {label}"),
-        WorkloadSource::CarriedOver { from } => format!(
-            "carried over from {} ({:.0} cycles/page fixed work); nothing fitted to {label}",
+        Some((WorkloadSource::Given { source }, _)) => {
+            format!("given ({source}); nothing fitted to {label}")
+        }
+        Some((WorkloadSource::CarriedOver { from }, cycles)) => format!(
+            "carried over from {} ({cycles:.0} cycles/page fixed work); nothing fitted to {label}",
             from.join(", "),
-            blind.fixed_cycles
+        ),
+        None => format!(
+            "the workload file's values through its kind ({}); nothing fitted to {label}",
+            w.kind.name()
         ),
     };
-    let pred = model.predict_many(&blind.values, &ds.x)?;
+    let values: Vec<f64> = blind.as_ref().map_or_else(Vec::new, |b| b.values.clone());
+    let pred = model.predict_many(&values, &ds.x)?;
     if pred.iter().any(|p| !p.is_finite() || *p <= 0.0) {
         return Err(Error::Unsupported(
             "the blind prediction is not finite".into(),
@@ -231,12 +334,14 @@ pub fn compare_netperf(
     // a page count.)
     let top = (ds.x.iter().map(|x| x[0]).fold(1.0, f64::max) * 4.0)
         .clamp(2.0, crate::bounds::PCP_HIGH_PAGES.hi);
-    let grid: Vec<f64> = (0..=400)
-        .map(|i| (top.ln() * f64::from(i) / 400.0).exp().round())
+    // A full prediction per point where there is no fast model: a coarser grid.
+    let steps = if reuse.is_some() { 400 } else { 60 };
+    let grid: Vec<f64> = (0..=steps)
+        .map(|i| (top.ln() * f64::from(i) / f64::from(steps)).exp().round())
         .chain(ds.x.iter().map(|x| x[0]))
         .collect();
     let xs: Vec<Vec<f64>> = grid.iter().map(|h| vec![*h]).collect();
-    let curve = model.predict_many(&blind.values, &xs)?;
+    let curve = model.predict_many(&values, &xs)?;
     let best = curve.iter().cloned().fold(f64::MIN, f64::max);
     let inside: Vec<f64> = grid
         .iter()
@@ -254,46 +359,55 @@ pub fn compare_netperf(
     let measured_best_high = ds.x[ibest][0];
     let best_in_range =
         measured_best_high >= predicted_range.0 && measured_best_high <= predicted_range.1;
-    // Fit on the same data: score_scale starts at the blind prediction's implied scale.
-    let mut opts = netperf_fit_options(model.as_ref());
-    opts.loo = false;
-    let specs = model.params();
-    let scale = gm / gp;
-    opts.initial = specs
-        .iter()
-        .zip(&blind.values)
-        .map(|(s, v)| {
-            let v = if s.name == "score_scale" {
-                *v * scale
-            } else {
-                *v
-            };
-            (s.name.clone(), v)
-        })
-        .filter(|(n, _)| !opts.fixed.iter().any(|(f, _)| f == n))
-        .collect();
-    let rep = fit(model.as_ref(), &ds, &opts)?;
-    let params = specs
-        .iter()
-        .zip(&blind.values)
-        .filter_map(|(s, v)| {
-            let f = rep.params.iter().find(|p| p.name == s.name)?;
-            Some(ParamMove {
-                name: s.name.clone(),
-                unit: s.unit.clone(),
-                blind: if s.name == "score_scale" {
-                    v * scale
+    let (params, fit_converged, fit_rms_pct) = if reuse.is_none() {
+        notes.push(format!(
+            "no fit: kind {} has no sweep model with parameters to fit; the comparison is the blind prediction's",
+            w.kind.name()
+        ));
+        (Vec::new(), false, None)
+    } else {
+        // Fit on the same data: score_scale starts at the blind prediction's implied scale.
+        let mut opts = netperf_fit_options(model.as_ref());
+        opts.loo = false;
+        let specs = model.params();
+        let scale = gm / gp;
+        opts.initial = specs
+            .iter()
+            .zip(&values)
+            .map(|(s, v)| {
+                let v = if s.name == "score_scale" {
+                    *v * scale
                 } else {
                     *v
-                },
-                fitted: f.value,
-                fixed: f.fixed,
-                at_bound: f.at_bound,
+                };
+                (s.name.clone(), v)
             })
-        })
-        .collect();
+            .filter(|(n, _)| !opts.fixed.iter().any(|(f, _)| f == n))
+            .collect();
+        let rep = fit(model.as_ref(), &ds, &opts)?;
+        let params = specs
+            .iter()
+            .zip(&values)
+            .filter_map(|(s, v)| {
+                let f = rep.params.iter().find(|p| p.name == s.name)?;
+                Some(ParamMove {
+                    name: s.name.clone(),
+                    unit: s.unit.clone(),
+                    blind: if s.name == "score_scale" {
+                        v * scale
+                    } else {
+                        *v
+                    },
+                    fitted: f.value,
+                    fixed: f.fixed,
+                    at_bound: f.at_bound,
+                })
+            })
+            .collect();
+        (params, rep.converged, rep.rms_rel.map(|r| 100.0 * r))
+    };
     Ok(Comparison {
-        model: MODEL.into(),
+        model: model.name().to_string(),
         machine: machine.name.clone(),
         blind_source,
         rows,
@@ -303,9 +417,9 @@ pub fn compare_netperf(
         measured_best_high,
         best_in_range,
         params,
-        fit_converged: rep.converged,
+        fit_converged,
         notes,
-        fit_rms_pct: rep.rms_rel.map(|r| 100.0 * r),
+        fit_rms_pct,
     })
 }
 
