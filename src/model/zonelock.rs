@@ -80,10 +80,12 @@ use crate::hw::machine::Machine;
 use crate::kernel::config::{configure, KernelConfig, KernelOptions};
 use crate::kernel::version::KernelVersion;
 use crate::model::lock::{Dist, LockQueue};
-use crate::workload::{zone_shares, MmapFill, NodeSpan};
+use crate::model::zones::{zone_shares, NodeSpan};
 
 pub mod generic;
+pub mod mmap_fill;
 pub use generic::{Freeing, LoopShape, LoopTally, PcpOverride, Tally, ThinkRule};
+use mmap_fill::MmapFill;
 
 /// Share of the per-page work outside the lock spent in the allocation phase (fault entry,
 /// zeroing, the user's write and copy); the rest is the unmap. Assumed: the fault path zeroes
@@ -395,8 +397,8 @@ pub struct Prediction {
     pub calls_per_s: f64,
     /// Pages refills move from the buddy lists per second, all processes (`rmqueue_bulk()`
     /// calls times their pages): the pages allocated when nothing is freed in the interval,
-    /// fewer when frees refill the PCP lists (then see
-    /// [`crate::workload::kinds::alloc_loop::pages_allocated_per_s`]).
+    /// fewer when frees refill the PCP lists (then see the `alloc-loop` kind's
+    /// `pages_allocated_per_s`).
     pub pages_per_s: f64,
     /// Lock utilisation (the busiest zone).
     pub lock_utilisation: f64,
