@@ -640,6 +640,18 @@ impl ZoneLockModel {
     }
 }
 
+/// Gives `model` the refill hold composed from the code ([`crate::model::hold`]) at the clock its
+/// CPU work under the lock runs at, as every workload uses but one whose lock is fitted (the
+/// `alloc-loop` kind's `lock_fitted` keeps its fitted hold); returns the hold for the caller's
+/// provenance.
+pub fn with_code_hold(model: &mut ZoneLockModel) -> crate::model::hold::CodeHold {
+    let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
+        / model.cpu_ns_per_page;
+    let hold = crate::model::hold::CodeHold::new(&model.machine, model.kernel, ghz);
+    model.code_hold = Some(hold.clone());
+    hold
+}
+
 /// Convenience: thread 000's workload on `nodes`, with `procs` processes.
 pub fn workload_000(procs: u32, nodes: NodeSpan) -> MmapFill {
     MmapFill {

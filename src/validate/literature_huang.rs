@@ -9,7 +9,7 @@
 //! simulated time through the kernel's own pageset for the state, with `decay_pcp_high()` on
 //! the vmstat tick, and its zone->lock holds go through the lock queue of
 //! [`crate::model::zonelock`] with the hold composed from the code as every workload but
-//! thread 000's has it ([`crate::workload::kinds::alloc_loop::with_code_hold`],
+//! thread 000's has it ([`crate::model::zonelock::with_code_hold`],
 //! [`crate::model::hold`]; until stop 19 these two used thread 000's fitted hold).
 //!
 //! - kbuild (8 cgroups x `make -j 28`): `models/workloads/kbuild-cgroups.toml` on
@@ -38,8 +38,9 @@ use crate::hw::machine::Machine;
 use crate::model::autotune::{
     lock_outcome, pageset, FlowTally, LockOutcome, PairFlow, ProcessFlow, SeriesState, ZoneLoad,
 };
+use crate::model::zonelock::with_code_hold;
 use crate::model::zonelock::ZoneLockModel;
-use crate::workload::kinds::alloc_loop::{lock_params, with_code_hold};
+use crate::workload::kinds::alloc_loop::lock_params;
 use crate::workload::Registry;
 
 use super::literature::{breakeven, csv_rows, num};

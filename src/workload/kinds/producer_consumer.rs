@@ -317,7 +317,7 @@ fn pair_queue_of(
 ) -> Result<crate::model::pairqueue::PairQueue> {
     let per_zone = running.div_ceil(nodes.nodes_on(machine).max(1)).max(1);
     let mut zl = crate::model::zonelock::ZoneLockModel::new(machine, kernel)?;
-    super::alloc_loop::with_code_hold(&mut zl);
+    crate::model::zonelock::with_code_hold(&mut zl);
     let block_ns = e.ns_per_op * f64::from(1u32 << order);
     let (params, _) = super::alloc_loop::lock_params(w, machine, block_ns)?;
     crate::model::pairqueue::pair_queue(&zl, &params, &e.dynamics, order, e.ns_per_op, per_zone)
