@@ -59,7 +59,7 @@ use crate::model::zonelock::{
     with_code_hold, Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockHistFit,
     ZoneLockModel, ZoneLockParams, ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
 };
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, LockSide, Mechanism, Predicted, Stat, ZoneOutput};
 use crate::workload::spec::{FreedBy, WorkloadSpec};
 use crate::workload::NodeSpan;

@@ -56,7 +56,7 @@ use crate::kernel::skb::{free_site, FreeSite, SKB_DEFER_MAX_DEFAULT};
 use crate::kernel::version::KernelVersion;
 use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 use crate::workload::spec::FreedBy;
 
