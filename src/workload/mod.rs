@@ -34,6 +34,7 @@ pub mod kinds;
 pub mod not_modelled;
 pub mod registry;
 pub mod spec;
+pub mod sweep;
 
 pub use fit::WorkloadFit;
 pub use kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};

@@ -43,7 +43,6 @@
 //! scaled by `running / pairs` (context switches not modelled). With one pair the model is
 //! thread 004's exactly.
 
-use crate::answer::optimal_high::{perturb_latencies, sweep_limit};
 use crate::error::{Error, Result};
 use crate::fit::calibrate::{
     default_pcp, netperf_model, netperf_params, netperf_params_carried_over, netperf_params_given,
@@ -59,6 +58,7 @@ use crate::model::netperf::NetperfModel;
 use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 use crate::workload::spec::FreedBy;
+use crate::workload::sweep::{perturb_latencies, sweep_limit};
 
 /// Valid `params.consumer_allocs_per_free`.
 const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
