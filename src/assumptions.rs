@@ -371,7 +371,7 @@ pub fn describe(a: &Assumption) -> String {
     format!(
         "{} = {} {} (spread ±{:.0} %; chosen while seeing {})",
         a.name,
-        crate::output::report::sig(a.value, 4),
+        crate::report::sig(a.value, 4),
         a.unit,
         100.0 * a.rel_spread,
         a.chosen_while_seeing

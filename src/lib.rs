@@ -20,6 +20,7 @@ pub mod kernel;
 pub mod measure;
 pub mod model;
 pub mod output;
+pub mod report;
 pub mod validate;
 pub mod workload;
 

@@ -159,6 +159,17 @@ fn intel_fixture_two_sockets_smt2() {
 }
 
 /// Writes `files` (path relative to root, contents) into a fresh temporary tree.
+/// The machines detected from the fixtures are usable by the cost models (their cache hierarchy
+/// builds); `pcpmodel detect` makes the same check before offering a machine.
+#[test]
+fn fixture_machines_are_modelled() {
+    for name in [AMD, INTEL] {
+        let d = detect(&fixture(name)).expect("detect");
+        let (m, _) = d.to_machine().expect("machine");
+        pcpmodel::model::cache::check_modelled(&m).expect("modelled");
+    }
+}
+
 fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     for (p, text) in files {

@@ -33,6 +33,7 @@ use crate::kernel::version::KernelVersion;
 use crate::model::netperf::NetperfModel;
 use crate::workload::kind::Knobs;
 use crate::workload::registry::Workload;
+pub use crate::workload::sweep::{latency_rel_sd, perturb_latencies, sweep_limit};
 
 /// The sysctl advice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -141,57 +142,6 @@ pub const PLATEAU_TOLERANCE: f64 = 0.001;
 /// A tie range ([`PLATEAU_TOLERANCE`]) wider than this factor (largest / smallest high) makes the
 /// optimum a plateau: the argmax inside it carries no information.
 pub const PLATEAU_SPAN: f64 = 1.5;
-
-/// Relative standard deviation given to a latency by its provenance kind (see the module docs):
-/// `measured`, `spec`, `detected` 5 %; `derived` 10 %; `seed` (a thread's approximate statement)
-/// 15 %; `assumed` (or anything else) 20 %.
-pub fn latency_rel_sd(source: &crate::hw::provenance::Sourced<f64>) -> f64 {
-    match source.kind() {
-        Some("measured") | Some("spec") | Some("detected") => 0.05,
-        Some("derived") => 0.10,
-        Some("seed") => 0.15,
-        _ => 0.20,
-    }
-}
-
-/// A copy of `machine` with every latency multiplied by a log-normal factor of its provenance's
-/// spread, drawn from `rng`.
-pub fn perturb_latencies(machine: &Machine, rng: &mut crate::fit::stats::SplitMix64) -> Machine {
-    let mut m = machine.clone();
-    let mut f = |s: &mut crate::hw::provenance::Sourced<f64>| {
-        let sd = latency_rel_sd(s);
-        s.value *= (sd * rng.normal()).exp();
-    };
-    let l = &mut m.latency_ns;
-    f(&mut l.l2_hit);
-    f(&mut l.llc_hit);
-    f(&mut l.c2c_smt);
-    f(&mut l.c2c_same_llc);
-    for o in [
-        &mut l.c2c_cross_llc,
-        &mut l.c2c_cross_socket,
-        &mut l.dram_remote,
-    ] {
-        if let Some(s) = o.as_mut() {
-            f(s);
-        }
-    }
-    f(&mut l.dram_local);
-    m
-}
-
-/// The highest pcp->high the sysctl can set (fraction 8), pages.
-pub fn sweep_limit(d: &DefaultPcp) -> u32 {
-    zone_highsize(
-        d.managed_pages,
-        0,
-        d.batch_pages,
-        d.split_cpus,
-        0,
-        d.split_cpus,
-        MIN_PERCPU_PAGELIST_FRACTION,
-    )
-}
 
 /// Throughput (pages/s) of the model at `high` with parameter vector `p`.
 fn throughput(model: &NetperfModel, p: &[f64], high: u32) -> f64 {

@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::hw::detect::detect;
+use pcpmodel::hw::detect::{detect, Detected};
+use pcpmodel::model::cache::check_modelled;
 use pcpmodel::output::report::{Format, Report, Table};
+use pcpmodel::{Error, Machine};
 use serde_json::{json, Map, Value};
 
 /// Arguments of `pcpmodel detect`.
@@ -30,6 +32,22 @@ fn cell(v: &Value) -> String {
     }
 }
 
+/// The detected machine ([`Detected::to_machine`]) when the cost models can use it: the machine
+/// as it loads again from its TOML must build a cache hierarchy ([`check_modelled`]), else an
+/// error saying the detected machine cannot be modelled. Every command that offers a detected
+/// machine goes through here.
+pub fn modelled_machine(d: &Detected) -> pcpmodel::Result<(Machine, Vec<String>)> {
+    let (m, assumed) = d.to_machine()?;
+    let again = Machine::from_toml_str(&m.to_toml_string()?, &format!("detected from {}", d.root))?;
+    check_modelled(&again).map_err(|e| {
+        Error::Unsupported(format!(
+            "{}: the detected machine cannot be modelled: {e}",
+            d.root
+        ))
+    })?;
+    Ok((m, assumed))
+}
+
 /// Runs `pcpmodel detect`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let d = detect(&args.root)?;
@@ -37,7 +55,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     if args.toml {
-        let (m, assumed) = d.to_machine()?;
+        let (m, assumed) = modelled_machine(&d)?;
         let mut text = format!(
             "# Detected by `pcpmodel detect --toml` from {}.\n# Filled by assumption (replace \
              with measurements): {}\n",
@@ -70,7 +88,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
          sysfs or /proc (inclusivity and every latency are never there)."
             .to_string(),
     ];
-    let code = match d.to_machine() {
+    let code = match modelled_machine(&d) {
         Ok((m, assumed)) => {
             obj.insert("machine".into(), serde_json::to_value(&m)?);
             obj.insert("assumed".into(), json!(assumed));

@@ -47,7 +47,7 @@ pub fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode
         anyhow::bail!("--repeats {repeats}: must be 1..=1000 (a round takes tens of milliseconds; the medians settle within a hundred)");
     }
     let d = detect(&args.root)?;
-    let (mut machine, assumed) = d.to_machine()?;
+    let (mut machine, assumed) = super::detect::modelled_machine(&d)?;
     if let Some((l1, running)) = latency::loadavg() {
         if l1 > 0.5 || running > 1 {
             eprintln!(

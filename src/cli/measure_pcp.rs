@@ -229,8 +229,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
         None => {
             let d = detect(std::path::Path::new("/"))?;
-            let llc_pages = d
-                .to_machine()
+            let llc_pages = super::detect::modelled_machine(&d)
                 .ok()
                 .map(|(m, _)| m.llc_pages_per_domain())
                 .unwrap_or(8192);

@@ -11,7 +11,7 @@ use crate::hw::machine::Machine;
 use crate::model::zonelock::{
     default_params, ZoneLockFit, ZoneLockParams, Q_AVG_NS, Q_CALLS_PER_S,
 };
-use crate::workload::NodeSpan;
+use crate::model::zones::NodeSpan;
 
 /// The family of tables the lock's parameters are fitted to (`op.work.table` of a workload whose
 /// lock and work are fitted together): the summary and histograms `data/000_funclatency_*.csv`.

@@ -126,7 +126,7 @@ pub use spec::{FitModel, InputSpec, ParamSpec, TargetSpec};
 
 use crate::error::Result;
 use crate::fit::stats::student_t_quantile;
-use crate::output::report::sig;
+use crate::report::sig;
 use jacobian::eval_model;
 use loo::leave_one_out;
 use prepare::prepare;

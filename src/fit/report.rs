@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::{InputSpec, Residual, TargetSpec};
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 
 /// One parameter of a fit result.
 #[derive(Debug, Clone, PartialEq, Serialize)]

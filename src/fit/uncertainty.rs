@@ -3,7 +3,7 @@
 use nalgebra::DMatrix;
 
 use super::problem::Setup;
-use crate::output::report::sig;
+use crate::report::sig;
 
 /// Intervals and what stands in their way.
 #[derive(Default)]

@@ -239,7 +239,7 @@ fn check_run(t: &TraceFile, label: &str) -> Result<(f64, f64)> {
                 "{} writes of {} B in {seconds} s is {} GB/s: beyond any memory copy ({} GB/s)",
                 t.writes,
                 t.write_bytes,
-                crate::output::report::sig(rate / 1e9, 3),
+                crate::report::sig(rate / 1e9, 3),
                 MAX_BYTES_PER_S / 1e9
             ),
         ));
@@ -415,7 +415,7 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
             ),
             format!(
                 "the host's reader list held {start} pages when the trace began; the model starts empty and records after a quarter of a run of up to 120 s (4e7 blocks) at the host's pace ({} us per write), so a short trace whose lists were still filling or emptying drains more or less than the steady state",
-                crate::output::report::sig(seconds * 1e6 / writes, 3)
+                crate::report::sig(seconds * 1e6 / writes, 3)
             ),
             "nothing fitted: the refill and drain sizes are the kernel's rules (crate::kernel::ops) for the recorded limits, the frag orders crate::kernel::skb's for the write size".into(),
         ],

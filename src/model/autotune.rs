@@ -718,7 +718,7 @@ mod tests {
     fn code_hold_model() -> (ZoneLockModel, crate::model::zonelock::ZoneLockParams) {
         let m = Machine::builtin("icelake-server").unwrap();
         let mut model = ZoneLockModel::new(&m, KernelVersion::new(6, 6)).unwrap();
-        crate::workload::kinds::alloc_loop::with_code_hold(&mut model);
+        crate::model::zonelock::with_code_hold(&mut model);
         let p = crate::model::zonelock::ZoneLockParams {
             fixed_ns: 0.0,
             lines_per_page: 0.5,

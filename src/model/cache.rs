@@ -102,6 +102,13 @@ impl Placement {
     }
 }
 
+/// Whether the cost models can use `machine`: its cache hierarchy builds for the default
+/// placement (two cores sharing an LLC domain, [`Placement::SameLlc`]). `pcpmodel detect` and
+/// `pcpmodel measure` check a detected machine with it before offering it.
+pub fn check_modelled(machine: &Machine) -> Result<()> {
+    Hierarchy::from_machine(machine, Placement::SameLlc).map(|_| ())
+}
+
 /// The cache levels and per-line costs that matter for one producer/consumer placement on one
 /// machine. Capacities in 4 KiB pages, latencies in ns per line.
 #[derive(Debug, Clone, PartialEq, Serialize)]

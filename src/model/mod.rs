@@ -28,6 +28,8 @@
 //!   the contention it causes.
 //! - [`autotune`]: PCP high auto-tuning (6.7) stepped in time per workload (process exits,
 //!   writer/reader pairs, vmstat-tick decay) and the cumulative states of Huang Ying's series.
+//! - [`zones`]: which NUMA nodes a workload's tasks run on and how they divide among the nodes'
+//!   zones.
 //! - [`perflock`]: what `perf lock contention` counts on a queued spinlock and what its BPF
 //!   handlers add to the waits and holds it reports (thread 003).
 
@@ -50,3 +52,4 @@ pub mod perflock;
 pub mod reader_burst;
 pub mod vmstat;
 pub mod zonelock;
+pub mod zones;

@@ -140,7 +140,7 @@ mod tests {
         let m = Machine::builtin("icelake-server").unwrap();
         let k = KernelVersion::new(5, 18);
         let mut z = ZoneLockModel::new(&m, k).unwrap();
-        crate::workload::kinds::alloc_loop::with_code_hold(&mut z);
+        crate::model::zonelock::with_code_hold(&mut z);
         let p = ZoneLockParams {
             fixed_ns: 0.0,
             lines_per_page: 0.5,

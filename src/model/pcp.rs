@@ -420,7 +420,7 @@ fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> D
             "{}; free_high drains {:.3} of the pages early ({} pages per drain)",
             d.regime,
             phi,
-            crate::output::report::sig(g, 3)
+            crate::report::sig(g, 3)
         ),
         ..d
     }

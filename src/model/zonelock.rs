@@ -80,10 +80,12 @@ use crate::hw::machine::Machine;
 use crate::kernel::config::{configure, KernelConfig, KernelOptions};
 use crate::kernel::version::KernelVersion;
 use crate::model::lock::{Dist, LockQueue};
-use crate::workload::{zone_shares, MmapFill, NodeSpan};
+use crate::model::zones::{zone_shares, NodeSpan};
 
 pub mod generic;
+pub mod mmap_fill;
 pub use generic::{Freeing, LoopShape, LoopTally, PcpOverride, Tally, ThinkRule};
+use mmap_fill::MmapFill;
 
 /// Share of the per-page work outside the lock spent in the allocation phase (fault entry,
 /// zeroing, the user's write and copy); the rest is the unmap. Assumed: the fault path zeroes
@@ -395,8 +397,8 @@ pub struct Prediction {
     pub calls_per_s: f64,
     /// Pages refills move from the buddy lists per second, all processes (`rmqueue_bulk()`
     /// calls times their pages): the pages allocated when nothing is freed in the interval,
-    /// fewer when frees refill the PCP lists (then see
-    /// [`crate::workload::kinds::alloc_loop::pages_allocated_per_s`]).
+    /// fewer when frees refill the PCP lists (then see the `alloc-loop` kind's
+    /// `pages_allocated_per_s`).
     pub pages_per_s: f64,
     /// Lock utilisation (the busiest zone).
     pub lock_utilisation: f64,
@@ -636,6 +638,18 @@ impl ZoneLockModel {
         let share = crate::assumptions::value("zonelock::ALLOC_WORK_SHARE", ALLOC_WORK_SHARE);
         self.predict_loop(p, dyns, share, false, ThinkRule::BlocksMoved, distribution)
     }
+}
+
+/// Gives `model` the refill hold composed from the code ([`crate::model::hold`]) at the clock its
+/// CPU work under the lock runs at, as every workload uses but one whose lock is fitted (the
+/// `alloc-loop` kind's `lock_fitted` keeps its fitted hold); returns the hold for the caller's
+/// provenance.
+pub fn with_code_hold(model: &mut ZoneLockModel) -> crate::model::hold::CodeHold {
+    let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
+        / model.cpu_ns_per_page;
+    let hold = crate::model::hold::CodeHold::new(&model.machine, model.kernel, ghz);
+    model.code_hold = Some(hold.clone());
+    hold
 }
 
 /// Convenience: thread 000's workload on `nodes`, with `procs` processes.

@@ -356,11 +356,11 @@ pub fn daniel_jordan() -> Result<TableValidation> {
         if let Some(l) = lru_fixed.get(&n) {
             lru_note.push(format!(
                 "{n} tasks: defaults {} M/s predicted vs {} measured; batch 310 {} M/s predicted vs {} measured, {} with his lru_lock changes on top",
-                crate::output::report::sig(p_base / 1e6, 3),
-                crate::output::report::sig(b / 1e6, 3),
-                crate::output::report::sig(p_big / 1e6, 3),
-                crate::output::report::sig(m / 1e6, 3),
-                crate::output::report::sig(l / 1e6, 3)
+                crate::report::sig(p_base / 1e6, 3),
+                crate::report::sig(b / 1e6, 3),
+                crate::report::sig(p_big / 1e6, 3),
+                crate::report::sig(m / 1e6, 3),
+                crate::report::sig(l / 1e6, 3)
             ));
         }
         rows.push(ValidationRow::new(
@@ -457,7 +457,7 @@ pub fn jordan_what_it_would_take() -> Result<Vec<String>> {
     let (Some(b16), Some(m16)) = (measured("1", CHOOSE)?, measured("2", CHOOSE)?) else {
         return Ok(vec![]);
     };
-    let f = |x: f64| crate::output::report::sig(x, 3);
+    let f = |x: f64| crate::report::sig(x, 3);
     let Some(k) = breakeven(|s| ratio(s, CHOOSE), m16 / b16, 1.0, 16.0)? else {
         return Ok(vec![format!(
             "what it would take (Jordan, an analysis, not applied to any row): no LRU hold between 1 and 16 x the assumed cycles brings the 16-task batch-310 speedup to the measured {}: a heavier LRU lock alone does not explain the table",

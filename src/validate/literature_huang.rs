@@ -9,7 +9,7 @@
 //! simulated time through the kernel's own pageset for the state, with `decay_pcp_high()` on
 //! the vmstat tick, and its zone->lock holds go through the lock queue of
 //! [`crate::model::zonelock`] with the hold composed from the code as every workload but
-//! thread 000's has it ([`crate::workload::kinds::alloc_loop::with_code_hold`],
+//! thread 000's has it ([`crate::model::zonelock::with_code_hold`],
 //! [`crate::model::hold`]; until stop 19 these two used thread 000's fitted hold).
 //!
 //! - kbuild (8 cgroups x `make -j 28`): `models/workloads/kbuild-cgroups.toml` on
@@ -38,8 +38,9 @@ use crate::hw::machine::Machine;
 use crate::model::autotune::{
     lock_outcome, pageset, FlowTally, LockOutcome, PairFlow, ProcessFlow, SeriesState, ZoneLoad,
 };
+use crate::model::zonelock::with_code_hold;
 use crate::model::zonelock::ZoneLockModel;
-use crate::workload::kinds::alloc_loop::{lock_params, with_code_hold};
+use crate::workload::kinds::alloc_loop::lock_params;
 use crate::workload::Registry;
 
 use super::literature::{breakeven, csv_rows, num};
@@ -592,7 +593,7 @@ fn what_it_would_take(bench: Bench, seen: &StateMeans) -> Result<String> {
         Bench::Sctp => ("SCTP", "patch3/patch5"),
     };
     let range = SCALE_RANGE;
-    let f = |x: f64| crate::output::report::sig(x, 3);
+    let f = |x: f64| crate::report::sig(x, 3);
     let (base_c, _) = seen.mean(SeriesState::Base);
     let k = breakeven(
         |k| Ok(100.0 * run(SeriesState::Base, k)?.contention),
@@ -791,8 +792,8 @@ fn count_basis_note() -> Result<String> {
         r.map_or("-".to_string(), |(lo, hi)| {
             format!(
                 "{}-{}",
-                crate::output::report::sig(lo, 4),
-                crate::output::report::sig(hi, 4)
+                crate::report::sig(lo, 4),
+                crate::report::sig(hi, 4)
             )
         })
     };
@@ -810,7 +811,7 @@ fn count_basis_note() -> Result<String> {
 /// What the predictions say beyond the rows, and the model's known gaps.
 fn notes(kb: &[StatePrediction], lm: &[StatePrediction]) -> Vec<String> {
     let mut n = Vec::new();
-    let f = |x: f64| crate::output::report::sig(x, 3);
+    let f = |x: f64| crate::report::sig(x, 3);
     n.push(format!(
         "kbuild pages held on one CPU's PCP lists (time average): base {}, patch5 {}, auto-tuned {} (live high at the end {}); Huang reports +18.4 % average used memory during kbuild with auto-tuning (v3), not a row",
         f(kb[0].mean_pcp_pages),
@@ -866,7 +867,7 @@ fn notes(kb: &[StatePrediction], lm: &[StatePrediction]) -> Vec<String> {
 
 /// The cover table's note on its netperf SCTP_STREAM_MANY rows (`sc`: base, patch5, auto-tuned).
 fn sctp_note(sc: &[StatePrediction]) -> String {
-    let f = |x: f64| crate::output::report::sig(x, 3);
+    let f = |x: f64| crate::report::sig(x, 3);
     format!(
         "netperf SCTP_STREAM_MANY, rows since stop 27 (added with the table visible; no value taken from it): netperf's default send of the socket's 16 KiB send buffer is one DATA chunk whose linear skb is an order-3 block from kmalloc_large(), freed by the receiver, a pure consumer (models/workloads/netperf-sctp-stream.toml); 64 pairs, 32 on each zone->lock; the work per base page carried over from netperf UDP (thread 004's fit). The model's base contention is {} % where the table has 2.0-2.1 %, and it predicts a {}x perf gain from patch 3 where +5.5-8.6 % was measured: with the carried-over work the 32 pairs saturate the zone's lock, while the measured 2 % says SCTP's lock is lightly loaded. Until stop 29 this note put that on a work per page far above UDP's; the kernel test robot's runs of this benchmark on this machine (literature-lkp, 10 KiB sends) say otherwise: a lone pair sends faster than the model's, and at 64 pairs the machine is 70 % idle, each pair 2.9x slower than alone at 13 % more CPU per send: the pairs sleep, which the model has no term for, and sleeping pairs offer the lock a fraction of the model's load; and they move 2.3x what the model's saturated lock allows, so its hold or zone visits per send are too large as well. What follows the kernel's rules agrees: free_high drains fall to {} of base per page (6.7 drains once a batch is on the list, not at every order-3 free), and zone allocations stay {} per page in every state (every block the sender allocates is refilled from the zone); the table counts them over a run of fixed duration, and its own ratios divided by its perf ratios give the same two per-page figures (the note on counts). The rows compare per run, so they carry the model's perf ratio and its error, the saturated lock's (above)",
         f(100.0 * sc[0].contention),

@@ -321,7 +321,7 @@ pub fn sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
 /// Sensitivities to assumed values that live in a machine file, computed by the thread's own
 /// model with the value moved: 001's SMT (threads_per_core 2 -> 1, its spread, with
 /// transfer_scale refitted at batch 32) on the held-out gain, and 002's assumed cross-socket
-/// core-to-core latency (+20 %, the spread [`crate::answer::optimal_high::latency_rel_sd`] gives an
+/// core-to-core latency (+20 %, the spread [`crate::workload::sweep::latency_rel_sd`] gives an
 /// `assumed` latency, with the three parameters refitted) on the 88-thread, numa_stat=1 row.
 fn machine_sensitivities(base: &TableValidation) -> Result<Vec<Sensitivity>> {
     let find = |case: &str, quantity: &str| {

@@ -329,14 +329,7 @@ fn push_fit_rows(
         .params
         .iter()
         .filter(|p| !p.fixed)
-        .map(|p| {
-            format!(
-                "{} = {} {}",
-                p.name,
-                crate::output::report::sig(p.value, 4),
-                p.unit
-            )
-        })
+        .map(|p| format!("{} = {} {}", p.name, crate::report::sig(p.value, 4), p.unit))
         .collect();
     notes.push(format!("fit to every row: {}", fitted.join(", ")));
     let row = |i: usize, measured: f64, predicted: f64, role: Role, how: &str| {

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
-use crate::output::report::Report;
+use crate::report::Report;
 
 use super::spec::WorkloadSpec;
 

@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::kernel::changes;
 use crate::kernel::version::KernelVersion;
-use crate::output::report::{Report, Table};
+use crate::report::{Report, Table};
 
 use super::kind::Knobs;
 use super::spec::WorkloadSpec;

@@ -85,7 +85,9 @@ impl Detected {
     ///
     /// An error, saying what is missing, when the root lacks what a machine cannot be described
     /// without ([`Detected::missing_essentials`]): detection then does not invent a machine. The
-    /// machine returned loads again from its TOML and is usable by the cost models.
+    /// machine returned loads again from its TOML. Whether the cost models can use it (its cache
+    /// hierarchy builds) is checked above this layer, by the commands that offer it
+    /// (`pcpmodel detect`, `pcpmodel measure`).
     pub fn to_machine(&self) -> Result<(Machine, Vec<String>)> {
         let missing = self.missing_essentials();
         if !missing.is_empty() {
@@ -97,17 +99,7 @@ impl Detected {
         }
         let (m, assumed) = self.build_machine()?;
         let label = format!("detected from {}", self.root);
-        let again = Machine::from_toml_str(&m.to_toml_string()?, &label)?;
-        crate::model::cache::Hierarchy::from_machine(
-            &again,
-            crate::model::cache::Placement::SameLlc,
-        )
-        .map_err(|e| {
-            Error::Unsupported(format!(
-                "{}: the detected machine cannot be modelled: {e}",
-                self.root
-            ))
-        })?;
+        Machine::from_toml_str(&m.to_toml_string()?, &label)?;
         Ok((m, assumed))
     }
 

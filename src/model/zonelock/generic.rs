@@ -40,8 +40,8 @@
 //! **Per allocation of one task:** `ns_per_alloc = 1 / (X_refill / N · A / refills)` per zone
 //! (the lock queue's throughput of the refill class, per task, times allocations per refill);
 //! with no hold on either side, `ns_per_alloc = w` (plus the LRU lock's hold and wait where the
-//! kind queues it, `crate::workload::kinds::alloc_loop`). The terms reported: `w`, the holds' page
-//! part and fixed part (hand-over) and the waits, each per allocation.
+//! `alloc-loop` kind queues it). The terms reported: `w`, the holds' page part and fixed part
+//! (hand-over) and the waits, each per allocation.
 
 use serde::Serialize;
 
@@ -57,7 +57,7 @@ use crate::kernel::ops::PcpState;
 use crate::kernel::pageset::{PcpHigh, PcpLimits};
 use crate::model::hold::HoldSide;
 use crate::model::lock::{ClassShare, HoldAtom, HoldDist, HolderClass, LockQueue, ThinkLaw};
-use crate::workload::{zone_shares, NodeSpan};
+use crate::model::zones::{zone_shares, NodeSpan};
 
 /// Allocations per recorded iteration of the loops without phases (interleaved, never freed):
 /// long enough that the batch state reaches its steady pattern many times over (the state

@@ -56,10 +56,10 @@ use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
 use crate::model::zonelock::generic;
 use crate::model::zonelock::{
-    Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockHistFit, ZoneLockModel,
-    ZoneLockParams, ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
+    with_code_hold, Freeing, LoopShape, PcpOverride, Prediction, ThinkRule, ZoneLockHistFit,
+    ZoneLockModel, ZoneLockParams, ZonePrediction, CPU_CYCLES_PER_PAGE, PROBE_NS,
 };
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, LockSide, Mechanism, Predicted, Stat, ZoneOutput};
 use crate::workload::spec::{FreedBy, WorkloadSpec};
 use crate::workload::NodeSpan;
@@ -324,17 +324,6 @@ pub fn lock_params(
             sig(work_ns, 4),
         ),
     ))
-}
-
-/// Gives `model` the refill hold composed from the code ([`crate::model::hold`]) at the clock its
-/// CPU work under the lock runs at, as every workload uses but one whose lock is fitted ([`lock_fitted`] keeps
-/// its fitted hold); returns the hold for the caller's provenance.
-pub fn with_code_hold(model: &mut ZoneLockModel) -> crate::model::hold::CodeHold {
-    let ghz = crate::assumptions::value("zonelock::CPU_CYCLES_PER_PAGE", CPU_CYCLES_PER_PAGE)
-        / model.cpu_ns_per_page;
-    let hold = crate::model::hold::CodeHold::new(&model.machine, model.kernel, ghz);
-    model.code_hold = Some(hold.clone());
-    hold
 }
 
 /// The work per allocation that `op.work.kernel` moves to `kernel`: the fast-path steps between

@@ -21,7 +21,7 @@ use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
 use crate::model::highorder::{HighOrderEstimate, HighOrderModel, LockQuantity, PAGE_FAULT1_BYTES};
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, LockSide, Mechanism, Predicted, Stat, ZoneOutput};
 use crate::workload::spec::WorkloadSpec;
 

@@ -21,7 +21,7 @@ use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
 use crate::model::memcg::{Interleave, MemcgModel, StockCode};
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
 use crate::workload::spec::WorkloadSpec;
 

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::fit::FitModel;
 use crate::hw::machine::Machine;
 use crate::model::vmstat::NumaStatModel;
-use crate::output::report::{Report, Table};
+use crate::report::{Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted};
 use crate::workload::spec::WorkloadSpec;
 

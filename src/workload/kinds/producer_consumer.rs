@@ -43,7 +43,6 @@
 //! scaled by `running / pairs` (context switches not modelled). With one pair the model is
 //! thread 004's exactly.
 
-use crate::answer::optimal_high::{perturb_latencies, sweep_limit};
 use crate::error::{Error, Result};
 use crate::fit::calibrate::{
     default_pcp, netperf_model, netperf_params, netperf_params_carried_over, netperf_params_given,
@@ -56,9 +55,10 @@ use crate::kernel::skb::{free_site, FreeSite, SKB_DEFER_MAX_DEFAULT};
 use crate::kernel::version::KernelVersion;
 use crate::model::cache::Placement;
 use crate::model::netperf::NetperfModel;
-use crate::output::report::{sig, Report, Table};
+use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 use crate::workload::spec::FreedBy;
+use crate::workload::sweep::{perturb_latencies, sweep_limit};
 
 /// Valid `params.consumer_allocs_per_free`.
 const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
@@ -368,7 +368,7 @@ fn pair_queue_of(
 ) -> Result<crate::model::pairqueue::PairQueue> {
     let per_zone = running.div_ceil(nodes.nodes_on(machine).max(1)).max(1);
     let mut zl = crate::model::zonelock::ZoneLockModel::new(machine, kernel)?;
-    super::alloc_loop::with_code_hold(&mut zl);
+    crate::model::zonelock::with_code_hold(&mut zl);
     let block_ns = e.ns_per_op * f64::from(1u32 << order);
     let (params, _) = super::alloc_loop::lock_params(w, machine, block_ns)?;
     crate::model::pairqueue::pair_queue(&zl, &params, &e.dynamics, order, e.ns_per_op, per_zone)
