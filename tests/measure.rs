@@ -344,14 +344,14 @@ fn compare_reports_error_tau_and_range() {
         .map(|r| r["predicted_norm"].as_f64().unwrap())
         .collect();
     assert!(p.iter().all(|x| (x - p[0]).abs() < 1e-9), "{p:?}");
-    // A workload without a score model is refused with exit 2.
+    // A workload whose prediction does not read pcp->high is refused with exit 2.
     let st = Command::new(BIN)
         .args([
             "compare",
             "--machine",
             "skylake-desktop",
             "--workload",
-            "page-fault",
+            "memcg-netperf",
         ])
         .arg(&csv)
         .output()

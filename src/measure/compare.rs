@@ -201,6 +201,13 @@ pub fn compare_sweep(
     label: &str,
     knobs: &crate::workload::Knobs,
 ) -> Result<Comparison> {
+    if !w.kind.knobs().contains(&"high") {
+        return Err(Error::Unsupported(format!(
+            "compare: workload {} (kind {}) has no pcp->high knob, so no prediction of it moves with the sweep's setting; compare takes workloads whose kind reads --high (producer-consumer, alloc-loop)",
+            w.name(),
+            w.kind.name()
+        )));
+    }
     let reuse = if w.kind.has_reuse_path() {
         Some(w.kind.reuse_model(&w.spec, machine, knobs)?)
     } else {
