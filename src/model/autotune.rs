@@ -625,7 +625,7 @@ pub fn lock_outcome(
 
 /// Iterations of [`pair_outcome`]'s fixed point before it is an error: it converges to 1e-9 in
 /// at most 25 over the literature tables and `predict` of the pair workloads at 2-512 pairs on
-/// four machines and two kernels (counted at stop 27).
+/// four machines and two kernels.
 const PAIR_ITERATIONS: usize = 500;
 
 /// The zone->lock outcome of `pairs` writer/reader pairs moving the flow of `d` (`units` work

@@ -45,9 +45,9 @@
 //! - each part's think time per allocation is the rest of the allocation's time (its work and
 //!   the other parts), `P` the events between folds.
 //!
-//! Until stop 21 the CMA read was charged as a Poisson miss probability `1 − exp(−(W_z − a)/P)`
-//! times one transfer, i.e. without the readers queueing behind each other; it left Kemi
-//! Wang's sweep 25-40 % low below threshold 256 (`validate --thread literature`).
+//! Charging the CMA read as a Poisson miss probability `1 − exp(−(W_z − a)/P)` times one
+//! transfer, i.e. without the readers queueing behind each other, leaves Kemi Wang's sweep
+//! 25-40 % low below threshold 256 (`validate --thread literature`).
 //!
 //! # Variants
 //! - 5.14+ ([`FoldRule::Never`]): `__count_numa_event()` increments a per-CPU counter that

@@ -19,8 +19,8 @@
 //!
 //! # Approximations
 //! - Each kind of drain (ordinary, free_high) enters at its mean size
-//!   ([`crate::model::pcp::Dynamics::drain_kinds`]; before stop 27 the two were one mean, which
-//!   understated the hold's variance that the finite-source queue uses); refills at theirs.
+//!   ([`crate::model::pcp::Dynamics::drain_kinds`]; one mean over both would understate the
+//!   hold's variance that the finite-source queue uses); refills at theirs.
 //! - Each side of a pair waits for its own holds; the pair runs at the slower side's pace.
 //! - Pairs on other nodes use other zones: `P` counts the pairs of one node.
 

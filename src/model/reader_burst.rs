@@ -555,8 +555,7 @@ mod tests {
     #[test]
     fn the_skipping_simulation_matches_one_stepped_operation_by_operation() {
         // Light, moderate and heavy use of the home; within 10 % (different random phases,
-        // 300 writes each; at the final commit of stop 21 they agreed within 1.6, 3.2 and
-        // 4.4 % on the reads).
+        // 300 writes each).
         for p in [400u64, 60, 20] {
             let x = BurstInputs {
                 cores: 6,

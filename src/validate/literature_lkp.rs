@@ -3,10 +3,10 @@
 //! predicted on (`models/icelake-server.toml`, the same 2 x Xeon Platinum 8358 box), at 1 and
 //! 64 pairs (`data/lkp/README.md`).
 //!
-//! Blind at stop 29: the rows were added with the model and its files unchanged; the send
-//! order is the kernel's for the job's 10 KiB send ([`sctp_data_chunk_order`]), one block per
-//! send as the workload file has it, and the work per page is the file's (netperf UDP's,
-//! carried over from thread 004's fit). Nothing is fitted to these rows.
+//! Blind: the rows were added with the model and its files unchanged; the send order is the
+//! kernel's for the job's 10 KiB send ([`sctp_data_chunk_order`]), one block per send as the
+//! workload file has it, and the work per page is the file's (netperf UDP's, carried over from
+//! thread 004's fit). Nothing is fitted to these rows.
 //!
 //! The rows are per pair: Mbit/s of payload, pages and allocations per send. What the model
 //! cannot say (how busy the pairs' CPUs are) is computed from the reports in the note.
@@ -130,7 +130,7 @@ pub fn lkp_sctp() -> Result<TableValidation> {
         // payload.
         let mbps = p.throughput_per_task / pages_per_send * run.send_bytes as f64 * 8.0 / 1e6;
         let how = format!(
-            "blind (stop 29): {WORKLOAD} on {MACHINE}, kernel {}, {} pairs, one order-{order} block per {}-byte send (kernel::skb::sctp_data_chunk_order), work per page carried over from netperf UDP; model: {:.0} ns per page per pair, zone->lock utilisation {util:.2}, queue slowdown {:.2}x",
+            "blind: {WORKLOAD} on {MACHINE}, kernel {}, {} pairs, one order-{order} block per {}-byte send, work per page carried over from netperf UDP; model: {:.0} ns per page per pair, zone->lock utilisation {util:.2}, queue slowdown {:.2}x",
             run.kernel,
             run.pairs,
             run.send_bytes,
@@ -182,7 +182,7 @@ pub fn lkp_sctp() -> Result<TableValidation> {
         });
     }
     let mut notes = vec![
-        "source: the kernel test robot's reports (data/lkp/README.md): the parent commits' columns of two 2022 networking regressions, on lkp-icl-2sp4, the 2 x Xeon Platinum 8358 of models/icelake-server.toml; not in data/literature and not runs of any PCP change. Blind: added at stop 29 with the model and its files unchanged; nothing is fitted to them".to_string(),
+        "source: the kernel test robot's reports (data/lkp/README.md), the parent commits' columns of two 2022 networking regressions on lkp-icl-2sp4 (models/icelake-server.toml), not runs of any PCP change; blind: added with the model and its files unchanged, nothing fitted".to_string(),
     ];
     if let (Some(one), Some(many)) = (
         out.iter().find(|o| o.run.pairs == 1),
@@ -203,26 +203,22 @@ pub fn lkp_sctp() -> Result<TableValidation> {
             .iter()
             .map(|o| {
                 format!(
-                    "{} pair(s): {:.2} us per send per pair, {:.2} busy CPUs per pair, {:.2} us of CPU per send; model {:.2} us per send",
-                    o.run.pairs,
-                    o.wall_us,
-                    o.busy_per_pair,
-                    o.cpu_us(),
-                    o.model_us_per_send,
+                    "{} pair(s): {:.2} us per send per pair, {:.2} busy CPUs per pair",
+                    o.run.pairs, o.wall_us, o.busy_per_pair,
                 )
             })
             .collect();
         notes.push(format!(
-            "what the reports' CPU accounting says (busy = 100 - idle %, or sys + soft + usr where idle is not printed, over {} CPUs): {}. From 1 to {} pairs a pair's wall time per send grows {:.2}x while its CPU time per send grows {:+.0} %: the machine is {:.0} % idle, so the slowdown is time asleep (waiting for the partner and its wakeup), not spinning on a lock, which a perf profile would count as busy. The model has no term for a pair's sleep: its pair runs at its lone speed ({:.2} us per send, where the real lone pair takes {:.2} us: the model serialises what the two CPUs overlap, and its time is close to the measured CPU time per send, {:.2} us), so at {} pairs it offers zone->lock {:.2}x the rate the measured pairs run at, saturates it and puts its slowdown in spinning ({:.2} us per send). Huang Ying's 6.6 base (data/literature: 2.0-2.1 % of cycles in spinlock contention at 64 pairs) agrees with the reports, not with the model. The SCTP rows of literature-huang and literature-dhama-multi miss on this and on the lock's capacity (the next note), not on a work per page too small",
+            "the reports' CPU accounting (busy = 100 - idle %, or sys + soft + usr, over {} CPUs): {}; from 1 to {} pairs the wall time per send grows {:.2}x, the CPU time per send {:+.0} %",
             machine.cpus(),
             facts.join("; "),
             many.run.pairs,
             many.wall_us / one.wall_us,
             100.0 * (many.cpu_us() / one.cpu_us() - 1.0),
+        ));
+        notes.push(format!(
+            "the machine is {:.0} % idle at {} pairs, so a pair's slowdown is sleep, which the model has no term for: its pairs run at their lone speed, offer zone->lock {:.2}x the measured rate and spin on it instead ({:.2} us per send)",
             100.0 * (1.0 - many.run.busy_share),
-            one.model_us_per_send,
-            one.wall_us,
-            one.cpu_us(),
             many.run.pairs,
             many.wall_us / one.model_us_per_send,
             many.model_us_per_send,
@@ -241,7 +237,7 @@ pub fn lkp_sctp() -> Result<TableValidation> {
         let per_zone = (f64::from(pairs) / nodes).ceil();
         let sends_per_s = predicted * 1e6 / bits;
         notes.push(format!(
-            "a saturated lock is a ceiling: at {pairs} pairs the model's zone->lock (utilisation {util:.2}, {per_zone:.0} pairs per zone) lets a pair move {:.0} Mbit/s, i.e. {:.0} ns of zone->lock hold per send, and the measured pairs move {measured:.0}, {:.2}x that ceiling. So, whatever the pairs' sleep, the model's hold per send or its zone visits per send are too large for this flow by at least that factor (and by more for Huang Ying's 2 % contention): the sleep alone cannot close the gap. Candidates, not changed: a drain of one block (free_high at every free of a pure consumer) pays the hand-over of zonelock::HANDOVER_LINES (8, assumed) zone lines, where free_pcppages_bulk() writes the lock word and the free_area[] of the orders it frees into; and free_high may trigger less often than at every free if the receiving CPU also allocates",
+            "a saturated lock is a ceiling: at {pairs} pairs the model's zone->lock (utilisation {util:.2}, {per_zone:.0} pairs per zone) lets a pair move {:.0} Mbit/s ({:.0} ns of hold per send); the measured pairs move {:.2}x that ceiling, so whatever their sleep, the model's hold or zone visits per send are too large",
             predicted,
             1e9 / (per_zone * sends_per_s),
             measured / predicted,
@@ -251,12 +247,11 @@ pub fn lkp_sctp() -> Result<TableValidation> {
         let pages = r.pgalloc.unwrap_or(0.0) / r.sends;
         let allocs = r.numa_hit / r.sends;
         notes.push(format!(
-            "pages per send ({} pair(s)): {:.2} pages in {:.2} allocations per {}-byte send ({:.2} pages per allocation) where the model takes one order-2 block (the DATA chunk's linear skb, kmalloc_large() of a 10624-byte head) per send; reading net/sctp (the chunk's skb, then sctp_packet_pack() copying it into a packet skb of its own) gives two such blocks, 8 pages in 2 allocations, so neither reading accounts for the measured mix: which allocations make it up is not known here (this host's kernel has no SCTP to trace)",
+            "pages per send ({} pair(s)): {:.2} pages in {:.2} allocations per {}-byte send, where the model takes one order-2 block (the DATA chunk's linear skb) and a reading of net/sctp gives two: neither accounts for the measured mix, and this host's kernel has no SCTP to trace",
             r.pairs,
             pages,
             allocs,
             r.send_bytes,
-            pages / allocs
         ));
     }
     Ok(TableValidation::new(

@@ -79,7 +79,7 @@ pub fn validate() -> Result<TableValidation> {
             ));
             if threads == 88 {
                 notes.push(format!(
-                    "88 threads: SMT stretch {:.2}, fold into shared counters {:.3} cycles/page (threshold {} events: negligible on 4.15); the saving grows with threads because two SMT threads share a core, not because of folding; the measured growth (9 -> 28 cycles) is larger than SMT alone gives, so the 88-thread points carry the residual",
+                    "88 threads: SMT stretch {:.2}, fold into shared counters {:.3} cycles/page (threshold {} events); the saving grows with threads because SMT threads share a core, not from folding, and the measured growth exceeds what SMT gives: the 88-thread points carry the residual",
                     pon.smt_stretch, pon.fold_cycles, pon.fold_threshold
                 ));
             }
