@@ -65,6 +65,15 @@ pub fn all() -> Vec<Assumption> {
             chosen_while_seeing: "thread 000's five histograms (ec3bfdf)",
         },
         Assumption {
+            name: "autotune::LIVE_HIGH_PACE_NS_PER_PAGE",
+            value: crate::model::autotune::LIVE_HIGH_PACE_NS_PER_PAGE,
+            unit: "ns per 4 KiB page",
+            provenance: "assumed: the order of thread 004's fitted work per page; it paces the stepped live pcp->high of a producer-consumer flow against the vmstat tick, and moves it only above about 2 us per page",
+            rel_spread: 1.0,
+            used_by: &["004", "literature"],
+            chosen_while_seeing: "thread 004's pcp->high table (50fd21b): set to the order of its fitted work",
+        },
+        Assumption {
             name: "hold::CALL_CYCLES",
             value: hold::CALL_CYCLES,
             unit: "cycles",
@@ -330,7 +339,8 @@ pub fn is_movable(name: &str) -> bool {
     MOVABLE.contains(&name)
 }
 
-const MOVABLE: [&str; 25] = [
+const MOVABLE: [&str; 26] = [
+    "autotune::LIVE_HIGH_PACE_NS_PER_PAGE",
     "fastpath::IRQ_SAVE_RESTORE_CYCLES",
     "fastpath::LOCKED_RMW_CYCLES",
     "zonelock::PROBE_NS",

@@ -57,15 +57,18 @@ fn csv_comment_value<T: std::str::FromStr>(text: &str, key: &str) -> Option<T> {
     rest.split_whitespace().next()?.parse().ok()
 }
 
-/// The first non-empty `workload` cell of a CSV, if it has that column.
+/// The first non-empty `workload` cell of a CSV, if it has that column (a malformed CSV gives
+/// None here; the comparison's own parse reports it with its line).
 fn csv_workload(text: &str) -> Option<String> {
-    let mut lines = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty());
-    let header: Vec<&str> = lines.next()?.split(',').map(str::trim).collect();
-    let i = header.iter().position(|h| *h == "workload")?;
-    lines
-        .filter_map(|l| l.split(',').nth(i).map(|c| c.trim().to_string()))
+    let mut r = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let i = r.headers().ok()?.iter().position(|h| h == "workload")?;
+    r.records()
+        .map_while(|rec| rec.ok())
+        .filter_map(|rec| rec.get(i).map(str::to_string))
         .find(|c| !c.is_empty())
 }
 

@@ -409,6 +409,13 @@ impl PairFlow {
         let mut freed = Vec::with_capacity(self.orders.len());
         // The pageset whose high the tally reports: the one most blocks are freed to.
         let reader_frees = self.writer_free_share < 0.5;
+        let freeing_high = |w: &PcpState, r: &PcpState| {
+            if reader_frees {
+                r.high_pages
+            } else {
+                w.high_pages
+            }
+        };
         while c.t_ns < c.end_ns {
             freed.clear();
             for &o in &self.orders {
@@ -435,25 +442,22 @@ impl PairFlow {
                 c.tally.work_units += 1;
             }
             let held = w.count_pages + r.count_pages;
-            let high = if reader_frees {
-                r.high_pages
-            } else {
-                w.high_pages
-            };
+            let high = freeing_high(w, r);
             c.advance(self.work_ns, held, high, &mut [&mut *w, &mut *r])?;
         }
-        let h = if reader_frees {
-            r.high_pages
-        } else {
-            w.high_pages
-        };
-        Ok(c.finish(h))
+        Ok(c.finish(freeing_high(w, r)))
     }
 }
 
 /// vmstat's interval (`sysctl_stat_interval`, HZ: one second), ns: how often
 /// `decay_pcp_high()` runs.
 pub const VMSTAT_INTERVAL_NS: f64 = 1e9;
+
+/// Work per 4 KiB page that paces a [`live_high`] run against the vmstat tick, ns: the order of
+/// thread 004's fitted work. It moves nothing while a run of [`LIVE_HIGH_MESSAGES`] stays
+/// under one tick (below about 2 us per page for order-3 blocks): the kernel's rules between
+/// ticks count events, not time.
+pub const LIVE_HIGH_PACE_NS_PER_PAGE: f64 = 300.0;
 
 /// Messages a [`live_high`] run steps at most: enough for the live high to settle many times
 /// over (it moves by `batch` per refill and by `batch << scale_max` per `free_high` free). At
@@ -492,7 +496,7 @@ pub fn live_high(kernel: KernelVersion, f: &LiveHighFlow) -> Result<f64> {
     }
     let key = format!("{kernel}|{}", serde_json::to_string(f).unwrap_or_default());
     let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(&h) = memo.lock().ok().and_then(|m| m.get(&key).copied()).as_ref() {
+    if let Some(h) = memo.lock().ok().and_then(|m| m.get(&key).copied()) {
         return Ok(h);
     }
     let mut pair = f.pair.clone();

@@ -40,17 +40,16 @@ fn kernel_of(w: &WorkloadSpec, k: &Knobs) -> Result<KernelVersion> {
 /// `--charge-batch`, else the file's `params.memcg_charge_batch` (a patched kernel), else the
 /// kernel's own ([`crate::kernel::memcg::charge_batch`]).
 fn inputs(w: &WorkloadSpec, k: &Knobs) -> Result<(u32, u32)> {
-    let batch =
-        if k.extra("memcg_charge_batch").is_some() || w.params.contains_key("memcg_charge_batch") {
-            super::param(
-                w,
-                k,
-                "memcg_charge_batch",
-                crate::bounds::MEMCG_CHARGE_BATCH,
-            )? as u32
-        } else {
-            crate::kernel::memcg::charge_batch(kernel_of(w, k)?)
-        };
+    let given = super::opt_param(
+        w,
+        k,
+        "memcg_charge_batch",
+        crate::bounds::MEMCG_CHARGE_BATCH,
+    )?;
+    let batch = match given {
+        Some(b) => b as u32,
+        None => crate::kernel::memcg::charge_batch(kernel_of(w, k)?),
+    };
     let depth = super::param(w, k, "cgroup_depth", crate::bounds::CGROUP_DEPTH)?;
     Ok((batch, depth as u32))
 }

@@ -83,6 +83,19 @@ pub(crate) fn param(
     }
 }
 
+/// [`param`] when the knob or the file sets `name`, else None (the kind's own default applies).
+pub(crate) fn opt_param(
+    w: &WorkloadSpec,
+    k: &Knobs,
+    name: &str,
+    range: crate::bounds::Range,
+) -> Result<Option<f64>> {
+    if k.extra(name).is_none() && !w.params.contains_key(name) {
+        return Ok(None);
+    }
+    param(w, k, name, range).map(Some)
+}
+
 /// A 0/1 switch ([`param`] with [`crate::bounds::SWITCH`]).
 pub(crate) fn switch(w: &WorkloadSpec, k: &Knobs, name: &str) -> Result<bool> {
     Ok(param(w, k, name, crate::bounds::SWITCH)? == 1.0)

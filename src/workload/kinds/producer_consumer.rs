@@ -119,10 +119,8 @@ pub fn free_run_from_allocs(allocs_per_free: f64, order: u8) -> f64 {
 /// The free_high trigger's mean run of frees, base pages: `--free-run-pages` or the file's
 /// `params.free_run_pages` (range-checked), else [`free_run_from_allocs`].
 fn free_run_pages(w: &WorkloadSpec, k: &Knobs, allocs_per_free: f64, order: u8) -> Result<f64> {
-    match k.extra("free_run_pages").or(w.param("free_run_pages").ok()) {
-        Some(_) => super::param(w, k, "free_run_pages", FREE_RUN_PAGES),
-        None => Ok(free_run_from_allocs(allocs_per_free, order)),
-    }
+    Ok(super::opt_param(w, k, "free_run_pages", FREE_RUN_PAGES)?
+        .unwrap_or_else(|| free_run_from_allocs(allocs_per_free, order)))
 }
 
 const KNOBS: &[&str] = &[
@@ -212,31 +210,22 @@ fn free_high_trigger(
 ) -> Result<crate::model::freehigh::Trigger> {
     let default = default_pcp(machine, s.kernel)?;
     let f = &model.flow;
-    let slice = machine.llc().map_or(0, |l| {
-        let cpus = (machine.cpus() / machine.llc_domains().max(1)).max(1);
-        l.size_bytes() / u64::from(cpus)
-    });
     crate::model::freehigh::trigger(&crate::model::freehigh::TriggerInput {
         kernel: s.kernel,
         order: f.order,
         batch_pages: f.batch_pages,
         high_pages: match s.high {
             Some(h) => h,
-            None => kernel_high(machine, model)?,
+            None => kernel_high_with(machine, model, &default)?,
         },
         high_min_pages: default.high_min_pages.unwrap_or(0),
         scale_max: f.scale_max,
         free_high_batch: s.kernel.era().auto_tunes_high()
-            && crate::kernel::ops::pcpf_free_high_batch(slice, f.batch_pages),
+            && crate::model::autotune::free_high_batch_flag(machine, f.batch_pages),
         threshold_pages: s.free_high_threshold,
         run_mean_pages: run_pages,
     })
 }
-
-/// Work per 4 KiB page that sets the flow's pace against the vmstat tick when the kernel's
-/// live high is stepped ([`kernel_high`]), ns: the order of thread 004's fitted work. The
-/// live high hardly depends on it: it moves on every free and refill, the tick only decays it.
-pub const LIVE_HIGH_PACE_NS_PER_PAGE: f64 = 300.0;
 
 /// The consumer's pcp->high the kernel runs the flow at when `--high` does not set it: the
 /// fixed high (<= 6.6), or on 6.7+ the time-average live high of the pageset the flow frees
@@ -244,12 +233,21 @@ pub const LIVE_HIGH_PACE_NS_PER_PAGE: f64 = 300.0;
 /// ([`crate::model::autotune::live_high`]: the consumer's own allocations, the sender's share
 /// of the frees, free_high).
 pub fn kernel_high(machine: &Machine, model: &NetperfModel) -> Result<u32> {
+    kernel_high_with(machine, model, &default_pcp(machine, model.flow.kernel)?)
+}
+
+/// [`kernel_high`] with the kernel's default pageset of the machine already at hand.
+fn kernel_high_with(
+    machine: &Machine,
+    model: &NetperfModel,
+    default: &crate::fit::calibrate::DefaultPcp,
+) -> Result<u32> {
     use crate::kernel::pageset::{PcpHigh, PcpLimits};
     use crate::model::autotune::{
-        free_high_batch_flag, live_high, LiveHighFlow, PairFlow, VMSTAT_INTERVAL_NS,
+        free_high_batch_flag, live_high, LiveHighFlow, PairFlow, LIVE_HIGH_PACE_NS_PER_PAGE,
+        VMSTAT_INTERVAL_NS,
     };
     let f = &model.flow;
-    let default = default_pcp(machine, f.kernel)?;
     let (Some(lo), Some(hi)) = (default.high_min_pages, default.high_max_pages) else {
         return Ok(default.effective_high(f.scale_max));
     };
@@ -272,7 +270,10 @@ pub fn kernel_high(machine: &Machine, model: &NetperfModel) -> Result<u32> {
         free_high_batch: free_high_batch_flag(machine, f.batch_pages),
         pair: PairFlow {
             orders: vec![order],
-            work_ns: LIVE_HIGH_PACE_NS_PER_PAGE * pages,
+            work_ns: crate::assumptions::value(
+                "autotune::LIVE_HIGH_PACE_NS_PER_PAGE",
+                LIVE_HIGH_PACE_NS_PER_PAGE,
+            ) * pages,
             tick_ns: VMSTAT_INTERVAL_NS,
             span_ns: 4.0 * VMSTAT_INTERVAL_NS,
             reader_allocs_per_block: f.consumer_allocs_per_free * pages,
@@ -400,10 +401,7 @@ fn receiver_share(w: &WorkloadSpec, k: &Knobs, site: FreeSite) -> Result<f64> {
         FreeSite::Receiver => ("receiver_free_share", 1.0),
         FreeSite::Sender => ("receiver_free_share_deferred", 0.0),
     };
-    match k.extra(name).or(w.param(name).ok()) {
-        Some(_) => super::param(w, k, name, RECEIVER_FREE_SHARE),
-        None => Ok(default),
-    }
+    Ok(super::opt_param(w, k, name, RECEIVER_FREE_SHARE)?.unwrap_or(default))
 }
 
 /// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs time-share
