@@ -390,7 +390,12 @@ pub fn optimal_high(
         });
     }
     let default_high = reuse.kernel_high;
-    let default_loss = 100.0 * (throughput(model, &p, default_high) / a.best_score - 1.0);
+    let default_loss = 100.0
+        * (model
+            .estimate_default(&p, default_high)
+            .map_or(f64::NAN, |e| e.throughput_ops_per_s)
+            / a.best_score
+            - 1.0);
     let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| throughput(model, &p, h));
     let mut notes: Vec<String> = wp.note.iter().cloned().collect();
     notes.push(format!(

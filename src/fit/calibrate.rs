@@ -48,6 +48,7 @@ pub fn netperf_model(
         hierarchy: Hierarchy::from_machine(machine, placement)?,
         flow: Flow::netperf_004(kernel, 0),
         base_ghz: machine.clock.base_ghz.value,
+        free_high_rule: None,
     })
 }
 

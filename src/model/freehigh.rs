@@ -14,6 +14,8 @@
 //!   LLC holds more than 3 batches), `count >= batch`. It drains `min(count, batch << scale)`.
 //! - >= 6.16 (c544a952ba61, Nikhil Dhama): threshold `batch + high_min / 2`.
 //! - `threshold_pages` set by hand (`--free-high-threshold`) replaces the 6.7+ threshold.
+//! - 6.7+: `free_count += 1 << order` only while `free_count < batch << scale`, so a threshold
+//!   above what free_count can reach never fires.
 //!
 //! # The run model (assumed)
 //! Frees on the consumer CPU come in *runs*: consecutive frees of order `u = 2^order` pages with
@@ -150,6 +152,12 @@ pub fn trigger(x: &TriggerInput) -> Result<Trigger> {
             .or(kernel_threshold(x.kernel, x.batch_pages, x.high_min_pages));
         let t = f64::from(thr.unwrap_or(x.batch_pages)).max(2.0 * u);
         let cap = f64::from(x.batch_pages << x.scale_max);
+        // free_count grows by `u` only while below `batch << scale`, so a run can raise it to
+        // `ceil(cap / u) u` at most: a threshold above that never fires (6.16's `batch +
+        // high_min / 2` with high_min above about 2 (cap - batch), as a sysctl-set high gives).
+        if t > (cap / u).ceil() * u {
+            return Ok(Trigger::none());
+        }
         let g = if x.free_high_batch {
             (b / u).ceil() * u
         } else {
@@ -230,6 +238,21 @@ mod tests {
         assert!(trigger(&x).unwrap().events_per_page > 0.0);
         x.threshold_pages = Some(63);
         assert!(trigger(&x).is_err());
+    }
+
+    #[test]
+    fn a_threshold_free_count_cannot_reach_never_fires() {
+        // free_count stops growing at batch << scale (63 << 5 = 2016 pages): 6.16's threshold
+        // batch + high_min / 2 passes it once high_min exceeds 2 (2016 - 63) = 3906 pages.
+        let mut x = input(KernelVersion::new(6, 16));
+        x.high_min_pages = 3900;
+        assert!(trigger(&x).unwrap().events_per_page > 0.0);
+        x.high_min_pages = 3920;
+        assert_eq!(trigger(&x).unwrap(), Trigger::none());
+        // A smaller CONFIG_PCP_BATCH_SCALE_MAX lowers the ceiling.
+        let mut x = input(KernelVersion::new(6, 16));
+        x.scale_max = 1;
+        assert_eq!(trigger(&x).unwrap(), Trigger::none());
     }
 
     #[test]

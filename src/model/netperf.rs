@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::model::cache::{page_access_cost, Hierarchy, HitProbs, PageAccessCost};
+use crate::model::freehigh::{trigger, TriggerInput};
 use crate::model::pcp::{dynamics, Dynamics, Flow};
 
 /// Parameters of the netperf model (physical units in the names).
@@ -152,6 +153,13 @@ pub struct NetperfModel {
     pub flow: Flow,
     /// Base clock of the machine, GHz (to express `fixed_ns` in cycles).
     pub base_ghz: f64,
+    /// The consumer's free_high trigger at the kernel's default limits
+    /// ([`crate::model::freehigh`]), when the flow's frees come in runs that can fire it. Each
+    /// high [`NetperfModel::estimate`] is asked about is a high set through the sysctl, so the
+    /// trigger is evaluated again there: the list's high, and from 6.7 `high_min` equal to it
+    /// (`vm.percpu_pagelist_high_fraction` pins high_min and high_max to the set value), which
+    /// moves 6.16's threshold `batch + high_min / 2`.
+    pub free_high_rule: Option<TriggerInput>,
 }
 
 impl NetperfModel {
@@ -164,10 +172,31 @@ impl NetperfModel {
         }
     }
 
-    /// Predicts one high with a parameter vector in [`PARAM_NAMES`] order.
+    /// Predicts one high set through the sysctl (`vm.percpu_pagelist_high_fraction`), with a
+    /// parameter vector in [`PARAM_NAMES`] order: the free_high trigger, where the flow has one,
+    /// is evaluated at that high ([`NetperfModel::free_high_rule`]).
     pub fn estimate(&self, params: &[f64], high_pages: u32) -> Result<NetperfEstimate> {
         let mut f = self.flow;
         f.high_pages = high_pages;
+        if let Some(rule) = &self.free_high_rule {
+            let mut x = *rule;
+            x.high_pages = high_pages;
+            if x.kernel.era().auto_tunes_high() {
+                x.high_min_pages = high_pages;
+            }
+            let t = trigger(&x)?;
+            f.free_high_share = t.share;
+            f.free_high_pages_per_event = t.pages_per_event;
+        }
+        predict(&self.hierarchy, &f, &NetperfParams::from_slice(params))
+    }
+
+    /// Predicts the kernel's default setting: the list at `kernel_high` (the fixed high, or the
+    /// live high auto-tuning settles at) under the default limits, whose free_high trigger the
+    /// flow already carries.
+    pub fn estimate_default(&self, params: &[f64], kernel_high: u32) -> Result<NetperfEstimate> {
+        let mut f = self.flow;
+        f.high_pages = kernel_high;
         predict(&self.hierarchy, &f, &NetperfParams::from_slice(params))
     }
 }

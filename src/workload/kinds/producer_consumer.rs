@@ -180,9 +180,11 @@ impl Setup {
             // in 17,790 frees on this host's UDP trace).
             model.flow.free_high = false;
         } else if !self.free_high {
-            let t = free_high_trigger(machine, self, &model, self.free_run_pages)?;
+            let x = free_high_trigger_input(machine, self, &model, self.free_run_pages)?;
+            let t = crate::model::freehigh::trigger(&x)?;
             model.flow.free_high_share = t.share;
             model.flow.free_high_pages_per_event = t.pages_per_event;
+            model.free_high_rule = Some(x);
         } else if self.free_high && self.free_high_threshold.is_some() {
             return Err(Error::Unsupported(
                 "--free-high-threshold with --free-high: --free-high models free_high as always on, so there is no trigger for a threshold to move; give one of the two".into(),
@@ -199,28 +201,35 @@ impl Setup {
     }
 }
 
-/// The free_high trigger of the consumer CPU ([`crate::model::freehigh`]) for runs of
-/// `run_pages` mean: the kernel's rule (or the knob's threshold), the list's high (the knob's or
-/// the kernel's, [`kernel_high`]), and PCPF_FREE_HIGH_BATCH from the machine's per-CPU LLC slice.
-fn free_high_trigger(
+/// The inputs of the consumer CPU's free_high trigger ([`crate::model::freehigh`]) for runs
+/// of `run_pages` mean: the kernel's rule (or the knob's threshold), the list's high (`--high`,
+/// else the kernel's, [`kernel_high`]) and high_min (from 6.7 a sysctl-set high pins high_min
+/// to it, else the default's), and PCPF_FREE_HIGH_BATCH from the machine's per-CPU LLC slice.
+fn free_high_trigger_input(
     machine: &Machine,
     s: &Setup,
     model: &NetperfModel,
     run_pages: f64,
-) -> Result<crate::model::freehigh::Trigger> {
+) -> Result<crate::model::freehigh::TriggerInput> {
     let default = default_pcp(machine, s.kernel)?;
     let f = &model.flow;
-    crate::model::freehigh::trigger(&crate::model::freehigh::TriggerInput {
+    let auto = s.kernel.era().auto_tunes_high();
+    let (high_pages, high_min_pages) = match s.high {
+        Some(h) if auto => (h, h),
+        Some(h) => (h, default.high_min_pages.unwrap_or(0)),
+        None => (
+            kernel_high_with(machine, model, &default)?,
+            default.high_min_pages.unwrap_or(0),
+        ),
+    };
+    Ok(crate::model::freehigh::TriggerInput {
         kernel: s.kernel,
         order: f.order,
         batch_pages: f.batch_pages,
-        high_pages: match s.high {
-            Some(h) => h,
-            None => kernel_high_with(machine, model, &default)?,
-        },
-        high_min_pages: default.high_min_pages.unwrap_or(0),
+        high_pages,
+        high_min_pages,
         scale_max: f.scale_max,
-        free_high_batch: s.kernel.era().auto_tunes_high()
+        free_high_batch: auto
             && crate::model::autotune::free_high_batch_flag(machine, f.batch_pages),
         threshold_pages: s.free_high_threshold,
         run_mean_pages: run_pages,
@@ -553,7 +562,13 @@ impl Kind for ProducerConsumer {
             }
         }
         let high = k.high.unwrap_or(reuse.kernel_high);
-        let e = model.estimate(&wp.values, high)?;
+        // A `--high` is a sysctl-set high (the free_high trigger moves with it); without one the
+        // kernel's default limits hold.
+        let at = |m: &NetperfModel, q: &[f64]| match k.high {
+            Some(h) => m.estimate(q, h),
+            None => m.estimate_default(q, reuse.kernel_high),
+        };
+        let e = at(model, &wp.values)?;
         let q = pair_queue_of(
             w,
             machine,
@@ -572,7 +587,7 @@ impl Kind for ProducerConsumer {
         let mut thr = Vec::with_capacity(draws.len());
         for q in &draws {
             let m = reuse.on(&perturb_latencies(machine, &mut rng))?;
-            if let Ok(x) = m.estimate(q, high) {
+            if let Ok(x) = at(&m, q) {
                 thr.push(x.throughput_ops_per_s);
             }
         }
