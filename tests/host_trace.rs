@@ -35,8 +35,53 @@ fn the_af_unix_pair_refills_and_drains_as_the_host_kernel_did() {
     // its cap: one per 2016 writes, about 50 in the trace (Poisson spread 14 %).
     assert!(err("writer's refills of 2016 pages") < 20.0);
     // The pure consumer's drains: clamp(free_count, batch, high - batch) pages with free_count
-    // capped at batch << 5 = 2016, plus the last block's overshoot. Mean within 1 %.
-    assert!(err("pages per drain (mean)") < 1.0);
+    // capped at batch << 5 = 2016, plus the last block's overshoot. In the steady state the
+    // mean is within 1 %; the replay of the traced span starts free_count at 0 (zoneinfo does
+    // not show it), so its first few drains of about 250 are smaller while it climbs: 2 %.
+    let drain = row("pages per drain (mean)");
+    assert!((drain.steady_state.unwrap() / drain.host - 1.0).abs() < 0.01);
+    assert!(err("pages per drain (mean)") < 2.0);
+}
+
+/// The UDP stream of this host (65507-byte datagrams over loopback, sender on CPU 0, receiver
+/// on CPU 1), traced in a quiet period with net.core.skb_defer_max 0 and 64
+/// (data/host/flows/): the engine replays each traced span from the pagesets it began with,
+/// with the share freed on the sender and the receiver's allocation runs the trace measured.
+/// Refills and drains per datagram within 5 %: a 0.5 s trace holds about 250 drains, so one
+/// drain more or less is 0.4 %, and the start's unrecorded free_count moves the first few.
+#[test]
+fn the_udp_stream_refills_and_drains_as_the_host_kernel_did() {
+    for (name, text) in [
+        (
+            "trace-udp-0-1-quiet-2026-12-04.json",
+            include_str!("../data/host/flows/trace-udp-0-1-quiet-2026-12-04.json"),
+        ),
+        (
+            "trace-udp-64-1-quiet-2026-12-04.json",
+            include_str!("../data/host/flows/trace-udp-64-1-quiet-2026-12-04.json"),
+        ),
+        (
+            "trace-udp-64-2-quiet-2026-12-04.json",
+            include_str!("../data/host/flows/trace-udp-64-2-quiet-2026-12-04.json"),
+        ),
+    ] {
+        let c = compare_trace(text, name).unwrap();
+        let err = |q: &str| {
+            c.rows
+                .iter()
+                .find(|r| r.quantity == q)
+                .unwrap_or_else(|| panic!("{name}: {q}: {:?}", c.rows))
+                .error_pct
+                .unwrap()
+                .abs()
+        };
+        assert!(err("sender's refills of 56 pages") < 5.0, "{name}");
+        assert!(
+            err("receiver's drains (zone->lock holds of free_pcppages_bulk())") < 5.0,
+            "{name}"
+        );
+        assert!(err("pages per drain (mean)") < 5.0, "{name}");
+    }
 }
 
 /// The command: the recorded trace compares (exit 0, every row in the JSON); a damaged one is

@@ -542,3 +542,77 @@ fn skb_defer_max_is_set_for_the_sweep_and_restored_on_every_exit() {
     assert_eq!(st.status.code(), Some(2));
     assert_eq!(read(&defer), "64");
 }
+
+/// `--from-raw` summarises an earlier sweep's points without root: with the points' c2c in two
+/// placements (60 and 240 ns one way: two placements of a VM's vCPUs), the medians keep the
+/// dominant one; `--all-placements` keeps every point; a damaged cell is an error naming the
+/// file, line and column.
+#[test]
+fn from_raw_keeps_the_dominant_placement_and_names_bad_cells() {
+    let dir = std::env::temp_dir().join(format!("pcpmodel-raw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let raw = dir.join("points.csv");
+    let mut text = String::from(
+        "# points\npercpu_pagelist_high_fraction,repeat,score,pcp_high_pages,c2c_ns,received_share\n",
+    );
+    // Fraction 8: six points at 60 ns scoring 100, two at 240 ns scoring 10.
+    for r in 0..8 {
+        let (c2c, score) = if r < 2 {
+            (240.0, 10.0)
+        } else {
+            (60.0 + r as f64, 100.0)
+        };
+        text.push_str(&format!("0,{r},{},5000,{c2c},\n", score * 1.5));
+        text.push_str(&format!("8,{r},{score},90000,{c2c},\n"));
+    }
+    std::fs::write(&raw, &text).unwrap();
+    let median_of_8 = |extra: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("pcpmodel")
+            .unwrap()
+            .args([
+                "measure",
+                "pcp",
+                "--workload",
+                "af-unix",
+                "--format",
+                "json",
+                "--from-raw",
+            ])
+            .arg(&raw)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let s = v["settings"].as_array().unwrap();
+        let f8 = s.iter().find(|x| x["fraction"] == 8).unwrap();
+        (
+            f8["score"]["median"].as_f64().unwrap(),
+            f8["score"]["n"].as_u64().unwrap(),
+        )
+    };
+    // The scores read back from the file: the dominant placement's six points.
+    assert_eq!(median_of_8(&[]), (100.0, 6));
+    let (m, n) = median_of_8(&["--all-placements"]);
+    assert_eq!(n, 8);
+    assert!(m <= 100.0);
+    std::fs::write(&raw, text.replacen("5000,240", "5000,fast", 1)).unwrap();
+    let out = assert_cmd::Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args(["measure", "pcp", "--workload", "af-unix", "--from-raw"])
+        .arg(&raw)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("points.csv") && err.contains(":3") && err.contains("c2c_ns"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,11 +32,18 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let label = args.trace.display().to_string();
     let text = pcpmodel::input::read_text(&args.trace, &label, pcpmodel::input::MAX_TEXT_BYTES)?;
     let c = compare_trace(&text, &label)?;
-    let mut t =
-        Table::new(["quantity", "unit", "host kernel", "model", "error (%)"]).titled(format!(
-            "{label}: kernel {}, zone {}, {} writes of frags of orders {:?}; model given {}",
-            c.kernel, c.zone, c.writes, c.write_orders, c.limits
-        ));
+    let mut t = Table::new([
+        "quantity",
+        "unit",
+        "host kernel",
+        "model (replay)",
+        "error (%)",
+        "model (steady state)",
+    ])
+    .titled(format!(
+        "{label}: kernel {}, zone {}, {} messages of blocks of orders {:?}; model given {}",
+        c.kernel, c.zone, c.writes, c.write_orders, c.limits
+    ));
     for r in &c.rows {
         t.push([
             r.quantity.clone(),
@@ -44,6 +51,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             sig(r.host, 5),
             sig(r.model, 5),
             r.error_pct.map_or("-".into(), |e| format!("{e:+.1}")),
+            r.steady_state.map_or("-".into(), |x| sig(x, 5)),
         ]);
     }
     let report = Report {

@@ -111,6 +111,139 @@ pub struct PcpArgs {
     /// The skb_defer_max sysctl file (tests point it at a fake file).
     #[arg(long, default_value = SKB_DEFER_MAX_PATH, hide = true)]
     pub skb_defer_max_path: PathBuf,
+    /// Summarise every point. By default, when the sender-receiver transfer latency measured
+    /// before each point falls into two placements (a VM's vCPUs moved), the medians keep the
+    /// points of the dominant placement: the one `measure latency` puts in the machine file.
+    #[arg(long)]
+    pub all_placements: bool,
+    /// Run nothing: summarise the points of an earlier sweep (the CSV --raw wrote) into the fit
+    /// CSV (--out) and the table. Needs no root.
+    #[arg(long, value_name = "RAW_CSV")]
+    pub from_raw: Option<PathBuf>,
+}
+
+/// The points' summary per setting, with the placement note unless `all` (see
+/// [`pcp::dominant_placement`]).
+fn summary(
+    fractions: &[u64],
+    points: &[pcp::Point],
+    all: bool,
+) -> (Vec<pcp::Setting>, Option<pcp::PlacementFilter>) {
+    if all {
+        return (pcp::summarise(fractions, points), None);
+    }
+    let (kept, filter) = pcp::dominant_placement(points);
+    (pcp::summarise(fractions, &kept), filter)
+}
+
+/// The fit CSV of a sweep with its header notes.
+fn sweep_csv(
+    workload: &Workload,
+    settings: &[pcp::Setting],
+    points: &[pcp::Point],
+    filter: Option<&pcp::PlacementFilter>,
+    skb_defer_max: Option<u32>,
+) -> String {
+    let mut csv = pcp::fit_csv("host", workload, settings);
+    let mut head = String::new();
+    if let Some(d) = skb_defer_max {
+        head.push_str(&format!("; net.core.skb_defer_max = {d} during the sweep"));
+    }
+    if let Some(r) = pcp::received_share_median(points) {
+        head.push_str(&format!(
+            "; received_share = {r:.4} (bytes read / bytes sent, median over points)"
+        ));
+    }
+    if let Some(f) = filter {
+        head.push_str(&format!("; {}", f.describe()));
+    }
+    if let Some(eol) = csv.find('\n') {
+        csv.insert_str(eol, &head);
+    }
+    csv
+}
+
+/// `--from-raw`: summarise an earlier sweep's points.
+fn from_raw(args: &PcpArgs, raw: &std::path::Path, format: Format) -> anyhow::Result<ExitCode> {
+    let label = raw.display().to_string();
+    let text = std::fs::read_to_string(raw).with_context(|| format!("cannot read {label}"))?;
+    let workload = match args.workload.as_str() {
+        "netperf-udp" => Workload::NetperfUdp {
+            sender: 0,
+            receiver: 0,
+        },
+        "af-unix" => Workload::AfUnix {
+            writer: 0,
+            reader: 0,
+        },
+        "page-fault" => Workload::PageFault { tasks: 1 },
+        other => {
+            anyhow::bail!("--workload: unknown '{other}': use netperf-udp, af-unix or page-fault")
+        }
+    };
+    let points = pcp::points_from_raw_csv(&text, &label)?;
+    let mut fractions: Vec<u64> = Vec::new();
+    for p in &points {
+        if !fractions.contains(&p.fraction) {
+            fractions.push(p.fraction);
+        }
+    }
+    let (settings, filter) = summary(&fractions, &points, args.all_placements);
+    let csv = sweep_csv(
+        &workload,
+        &settings,
+        &points,
+        filter.as_ref(),
+        args.skb_defer_max,
+    );
+    let mut notes = vec![format!(
+        "Summarised {} point(s) of {label}; nothing was run.",
+        points.len()
+    )];
+    if let Some(f) = &filter {
+        notes.push(format!("{}.", f.describe()));
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
+        notes.push(format!("Fit CSV written to {}.", out.display()));
+    }
+    let report = Report {
+        json: json!({"workload": workload, "unit": workload.unit(), "settings": settings,
+            "placement": filter, "from_raw": label}),
+        tables: vec![settings_table(&workload, &settings)],
+        notes,
+    };
+    super::print_report(&report, format);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The per-setting table.
+fn settings_table(workload: &Workload, settings: &[pcp::Setting]) -> Table {
+    let mut t = Table::new([
+        "percpu_pagelist_high_fraction",
+        "pcp->high median (pages)",
+        "pcp->high min-max (pages)",
+        &format!("score median ({})", workload.unit()),
+        "score IQR",
+        "score min-max",
+        "n",
+    ])
+    .titled(format!(
+        "{} on this host: score vs live pcp->high",
+        workload.name()
+    ));
+    for s in settings {
+        t.push([
+            s.fraction.to_string(),
+            format!("{:.0}", s.high.median),
+            format!("{:.0}-{:.0}", s.high.min, s.high.max),
+            sig(s.score.median, 4),
+            format!("{}-{}", sig(s.score.q1, 4), sig(s.score.q3, 4)),
+            format!("{}-{}", sig(s.score.min, 4), sig(s.score.max, 4)),
+            s.score.n.to_string(),
+        ]);
+    }
+    t
 }
 
 /// The real net.core.skb_defer_max file.
@@ -138,6 +271,9 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
             }
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(raw) = &args.from_raw {
+        return from_raw(&args, raw, format);
     }
     if let Some(d) = args.skb_defer_max {
         pcpmodel::bounds::SKB_DEFER_MAX
@@ -403,24 +539,14 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         .trim()
         .to_string();
     let restored_ok = now == guard.original() && defer_note.as_ref().is_none_or(|(ok, _, _)| *ok);
-    let settings = pcp::summarise(&fractions, &points);
-    let mut csv = pcp::fit_csv("host", &workload, &settings);
-    if let Some(d) = args.skb_defer_max {
-        if let Some(eol) = csv.find('\n') {
-            csv.insert_str(
-                eol,
-                &format!("; net.core.skb_defer_max = {d} during the sweep"),
-            );
-        }
-    }
-    if let Some(r) = pcp::received_share_median(&points) {
-        if let Some(eol) = csv.find('\n') {
-            csv.insert_str(
-                eol,
-                &format!("; received_share = {r:.4} (bytes read / bytes sent, median over points)"),
-            );
-        }
-    }
+    let (settings, filter) = summary(&fractions, &points, args.all_placements);
+    let csv = sweep_csv(
+        &workload,
+        &settings,
+        &points,
+        filter.as_ref(),
+        args.skb_defer_max,
+    );
     if let Some(out) = &args.out {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
     }
@@ -428,30 +554,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         std::fs::write(raw, pcp::raw_csv(&workload, &points))
             .with_context(|| format!("cannot write {}", raw.display()))?;
     }
-    let mut t = Table::new([
-        "percpu_pagelist_high_fraction",
-        "pcp->high median (pages)",
-        "pcp->high min-max (pages)",
-        &format!("score median ({})", workload.unit()),
-        "score IQR",
-        "score min-max",
-        "n",
-    ])
-    .titled(format!(
-        "{} on this host: score vs live pcp->high",
-        workload.name()
-    ));
-    for s in &settings {
-        t.push([
-            s.fraction.to_string(),
-            format!("{:.0}", s.high.median),
-            format!("{:.0}-{:.0}", s.high.min, s.high.max),
-            sig(s.score.median, 4),
-            format!("{}-{}", sig(s.score.q1, 4), sig(s.score.q3, 4)),
-            format!("{}-{}", sig(s.score.min, 4), sig(s.score.max, 4)),
-            s.score.n.to_string(),
-        ]);
-    }
+    let t = settings_table(&workload, &settings);
     let mut notes = vec![format!(
         "{} is back at {} (original {}){}.",
         args.sysctl_path.display(),
@@ -463,6 +566,9 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
             ": NOT RESTORED"
         }
     )];
+    if let Some(f) = &filter {
+        notes.push(format!("{}.", f.describe()));
+    }
     if let Some((ok, now, original)) = &defer_note {
         notes.push(format!(
             "{} was {} during the sweep and is back at {now} (original {original}){}.",
@@ -492,7 +598,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     let report = Report {
         json: json!({"workload": workload, "unit": workload.unit(), "settings": settings,
             "points": points, "sysctl_restored": restored_ok, "original": guard.original(),
-            "skb_defer_max": args.skb_defer_max}),
+            "skb_defer_max": args.skb_defer_max, "placement": filter}),
         tables: vec![t],
         notes,
     };

@@ -193,7 +193,7 @@ Examples:
   pcpmodel measure latency --toml > host.toml && pcpmodel optimal-high --machine host.toml")]
     Latency(measure::LatencyArgs),
     /// The real kernel's PCP behaviour under a workload at several pcp->high settings.
-    Pcp(measure_pcp::PcpArgs),
+    Pcp(Box<measure_pcp::PcpArgs>),
 }
 
 /// `--quiet` was given: no progress on stderr.
@@ -264,7 +264,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Import(a) => import::run(a, cli.format.map_or(Format::Csv, Into::into)),
         Command::Measure { what } => match what {
             MeasureWhat::Latency(a) => measure::run_latency(a, format),
-            MeasureWhat::Pcp(a) => measure_pcp::run(a, format),
+            MeasureWhat::Pcp(a) => measure_pcp::run(*a, format),
         },
         Command::Compare(a) => compare::run(a, format),
         Command::CompareTrace(a) => compare_trace::run(a, format),

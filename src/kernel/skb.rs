@@ -85,6 +85,28 @@ pub fn unix_stream_write_orders(len: u64, sndbuf: u64) -> Vec<u8> {
     orders
 }
 
+/// `SKB_FRAG_PAGE_ORDER` (`get_order(32768)`): the order of the pages `sk_page_frag_refill()`
+/// gives a socket's page frag (include/linux/skbuff.h).
+pub const SKB_FRAG_PAGE_ORDER: u8 = 3;
+
+/// Order-`SKB_FRAG_PAGE_ORDER` pages one UDP datagram of `payload` bytes takes, on average, from
+/// its socket's page frag, over a device with scatter-gather (loopback): `__ip_append_data()`
+/// puts only the headers in the linear part when the datagram is larger than `SKB_MAX_ALLOC`
+/// (16 KiB less the shared info) and copies the payload into the socket's page frag, whose
+/// 32 KiB pages consecutive datagrams share (`sk_page_frag_refill()`); so a page is freed once
+/// every datagram holding part of it is. Smaller datagrams are copied into the linear part:
+/// no page (a kmalloc).
+pub fn udp_datagram_frag_pages(payload: u64) -> f64 {
+    let max_alloc = (PAGE_SIZE << 2) - SKB_SHARED_INFO_BYTES;
+    if payload + UDP_IP_HEADERS_BYTES < max_alloc {
+        return 0.0;
+    }
+    payload as f64 / (PAGE_SIZE << SKB_FRAG_PAGE_ORDER) as f64
+}
+
+/// IPv4 and UDP headers, bytes (20 + 8).
+pub const UDP_IP_HEADERS_BYTES: u64 = 28;
+
 /// A DATA chunk's headers, `sizeof(struct sctp_chunkhdr) + sizeof(struct sctp_datahdr)`
 /// (include/linux/sctp.h), bytes.
 pub const SCTP_DATA_CHUNK_HEADER_BYTES: u64 = 16;
@@ -248,6 +270,14 @@ mod tests {
 
     /// lmbench's 64 KiB write: a 36544-byte skb with one order-3 frag, then 28992 bytes whose
     /// 7 frag pages go as orders 2, 1 and 0; what the host's tracepoints show per write.
+    #[test]
+    fn a_64k_datagram_takes_two_frag_pages_and_a_small_one_none() {
+        // 65507 B of payload over 32 KiB frag pages: just under 2 pages per datagram.
+        let p = udp_datagram_frag_pages(65_507);
+        assert!((p - 65_507.0 / 32_768.0).abs() < 1e-12 && p < 2.0);
+        assert_eq!(udp_datagram_frag_pages(1_472), 0.0);
+    }
+
     #[test]
     fn a_64k_write_is_one_page_of_each_order() {
         assert_eq!(

@@ -424,9 +424,9 @@ pub struct Point {
     pub consumer_high: Vec<i64>,
     /// Live pcp->high of every CPU right after the run, pages.
     pub all_high: Vec<(u32, i64)>,
-    /// netperf-udp: one-way cache-line transfer between sender and receiver CPU measured just
-    /// before the run (ping-pong, median of 5 x 5000 round trips), ns. In a VM it shows where
-    /// the hypervisor placed the two vCPUs at that moment.
+    /// netperf-udp and af-unix: one-way cache-line transfer between sender and receiver CPU
+    /// measured just before the run (ping-pong, median of 5 x 5000 round trips), ns. In a VM it
+    /// shows where the hypervisor placed the two vCPUs at that moment.
     pub c2c_ns: Option<f64>,
     /// netperf-udp: bytes the receiver read over bytes the sender sent (the rest was dropped
     /// at the receive buffer and freed on the sender's CPU).
@@ -442,6 +442,177 @@ pub struct Setting {
     pub score: Spread,
     /// Consumer CPUs' live pcp->high over repeats and CPUs, pages.
     pub high: Spread,
+}
+
+/// Which points a sweep's summary keeps when the sender-receiver transfer latency measured
+/// before each point falls into two placements (a VM's vCPUs moved between runs).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacementFilter {
+    /// The placements' one-way transfer latencies, dominant first ([`crate::measure::latency::modes`]).
+    pub modes: Vec<crate::measure::latency::Mode>,
+    /// Points kept (in the dominant placement, or every point of a setting that has none there).
+    pub kept: usize,
+    /// Points measured.
+    pub total: usize,
+    /// Settings none of whose points ran in the dominant placement: all their points are kept.
+    pub settings_without_dominant: Vec<u64>,
+}
+
+/// The points measured in the dominant placement of the two CPUs: the machine file's core-to-core
+/// latency is that placement's (`measure latency` keeps the dominant mode), so a sweep compared
+/// with the model keeps the points run there. Points without a c2c figure, and sweeps whose
+/// latencies form one mode, are kept whole (None). A point belongs to the mode whose median is
+/// nearer on a log scale.
+pub fn dominant_placement(points: &[Point]) -> (Vec<Point>, Option<PlacementFilter>) {
+    let c2c: Vec<f64> = points.iter().filter_map(|p| p.c2c_ns).collect();
+    if c2c.len() != points.len() {
+        return (points.to_vec(), None);
+    }
+    let modes = crate::measure::latency::modes(&c2c);
+    if modes.len() < 2 {
+        return (points.to_vec(), None);
+    }
+    let in_dominant = |p: &Point| {
+        p.c2c_ns
+            .is_some_and(|c| (c / modes[0].median).ln().abs() <= (c / modes[1].median).ln().abs())
+    };
+    let mut kept = Vec::new();
+    let mut without = Vec::new();
+    let mut fractions: Vec<u64> = points.iter().map(|p| p.fraction).collect();
+    fractions.sort_unstable();
+    fractions.dedup();
+    for f in fractions {
+        let all: Vec<&Point> = points.iter().filter(|p| p.fraction == f).collect();
+        let dom: Vec<&Point> = all.iter().copied().filter(|p| in_dominant(p)).collect();
+        if dom.is_empty() {
+            without.push(f);
+            kept.extend(all.into_iter().cloned());
+        } else {
+            kept.extend(dom.into_iter().cloned());
+        }
+    }
+    // Run order, as measured.
+    kept.sort_by_key(|p| {
+        points
+            .iter()
+            .position(|q| q.fraction == p.fraction && q.repeat == p.repeat)
+            .unwrap_or(usize::MAX)
+    });
+    let filter = PlacementFilter {
+        modes,
+        kept: kept.len(),
+        total: points.len(),
+        settings_without_dominant: without,
+    };
+    (kept, Some(filter))
+}
+
+impl PlacementFilter {
+    /// One line for the CSV header and the notes.
+    pub fn describe(&self) -> String {
+        let m: Vec<String> = self
+            .modes
+            .iter()
+            .map(|m| format!("{:.0} ns ({:.0} %)", m.median, 100.0 * m.share))
+            .collect();
+        let mut s = format!(
+            "c2c before each point in two placements, {}: medians over the {} of {} points in the dominant one",
+            m.join(" and "),
+            self.kept,
+            self.total
+        );
+        if !self.settings_without_dominant.is_empty() {
+            s.push_str(&format!(
+                " (fractions {:?} had none there: all their points)",
+                self.settings_without_dominant
+            ));
+        }
+        s
+    }
+}
+
+/// Reads the CSV [`raw_csv`] writes back into points (the consumer high is the row's median;
+/// per-CPU highs are not in the file). Errors name the file, line and column.
+pub fn points_from_raw_csv(text: &str, label: &str) -> Result<Vec<Point>> {
+    let body: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let skipped = text
+        .lines()
+        .take_while(|l| l.trim_start().starts_with('#'))
+        .count();
+    let mut r = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(body.as_bytes());
+    let headers = r
+        .headers()
+        .map_err(|e| Error::parse(label, skipped + 1, "header", e.to_string()))?
+        .clone();
+    let col = |name: &str| headers.iter().position(|h| h == name);
+    let need = |name: &str| {
+        col(name).ok_or_else(|| {
+            Error::parse(
+                label,
+                skipped + 1,
+                name,
+                "missing column (the file `measure pcp --raw` writes has percpu_pagelist_high_fraction, repeat, score, pcp_high_pages, c2c_ns, received_share)",
+            )
+        })
+    };
+    let (cf, cr, cs, ch) = (
+        need("percpu_pagelist_high_fraction")?,
+        need("repeat")?,
+        need("score")?,
+        need("pcp_high_pages")?,
+    );
+    let (cc, cq) = (col("c2c_ns"), col("received_share"));
+    let mut points = Vec::new();
+    for (i, rec) in r.records().enumerate() {
+        let line = skipped + 2 + i;
+        let rec = rec.map_err(|e| Error::parse(label, line, "row", e.to_string()))?;
+        let num = |c: usize, name: &str| -> Result<f64> {
+            let v = rec.get(c).unwrap_or("");
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    Error::parse(label, line, name, format!("'{v}' is not a number >= 0"))
+                })
+        };
+        let opt = |c: Option<usize>, name: &str| -> Result<Option<f64>> {
+            match c.and_then(|c| rec.get(c)).filter(|v| !v.is_empty()) {
+                None => Ok(None),
+                Some(_) => num(c.unwrap_or(0), name).map(Some),
+            }
+        };
+        let whole = |c: usize, name: &str| -> Result<f64> {
+            let x = num(c, name)?;
+            if x.fract() != 0.0 || x > 9.0e15 {
+                return Err(Error::parse(
+                    label,
+                    line,
+                    name,
+                    format!("{x} is not a whole number"),
+                ));
+            }
+            Ok(x)
+        };
+        points.push(Point {
+            fraction: whole(cf, "percpu_pagelist_high_fraction")? as u64,
+            repeat: whole(cr, "repeat")? as usize,
+            score: num(cs, "score")?,
+            consumer_high: vec![whole(ch, "pcp_high_pages")? as i64],
+            all_high: Vec::new(),
+            c2c_ns: opt(cc, "c2c_ns")?,
+            received_share: opt(cq, "received_share")?,
+        });
+    }
+    if points.is_empty() {
+        return Err(Error::parse(label, skipped + 1, "row", "no data rows"));
+    }
+    Ok(points)
 }
 
 /// Summarises points per setting, in the order of `settings`.
@@ -554,12 +725,14 @@ pub fn sweep(
         progress(i, order.len(), fraction);
         guard.set(fraction)?;
         let c2c_ns = match *workload {
-            Workload::NetperfUdp { sender, receiver } if sender != receiver => {
-                super::latency::ping_pong(sender, receiver, 5000, 5)
-                    .ok()
-                    .and_then(|v| Spread::of(&v))
-                    .map(|s| s.median)
-            }
+            Workload::NetperfUdp { sender, receiver }
+            | Workload::AfUnix {
+                writer: sender,
+                reader: receiver,
+            } if sender != receiver => super::latency::ping_pong(sender, receiver, 5000, 5)
+                .ok()
+                .and_then(|v| Spread::of(&v))
+                .map(|s| s.median),
             _ => None,
         };
         let (score, received_share) = workload.run_counted(secs, ncpus)?;
@@ -604,6 +777,69 @@ mod tests {
                 "{x}: {high} vs {target}"
             );
         }
+    }
+
+    fn point(fraction: u64, repeat: usize, score: f64, c2c: f64) -> Point {
+        Point {
+            fraction,
+            repeat,
+            score,
+            consumer_high: vec![100],
+            all_high: Vec::new(),
+            c2c_ns: Some(c2c),
+            received_share: None,
+        }
+    }
+
+    #[test]
+    fn the_dominant_placement_is_kept_and_a_setting_without_it_keeps_all() {
+        // Two placements of the vCPUs, 55 ns and 230 ns one way (this host's two modes); the
+        // 230 ns points score lower (each transfer costs 4x).
+        let mut pts = Vec::new();
+        for r in 0..8 {
+            pts.push(point(0, r, 100.0, 52.0 + r as f64));
+            pts.push(point(8, r, 90.0, if r < 2 { 230.0 } else { 56.0 }));
+        }
+        pts.push(point(16, 0, 50.0, 240.0));
+        let (kept, f) = dominant_placement(&pts);
+        let f = f.expect("two modes");
+        assert!(f.modes[0].median < 100.0 && f.modes[1].median > 200.0);
+        assert_eq!(f.total, 17);
+        assert_eq!(f.kept, 8 + 6 + 1);
+        assert_eq!(f.settings_without_dominant, vec![16]);
+        assert!(kept
+            .iter()
+            .filter(|p| p.fraction == 8)
+            .all(|p| p.c2c_ns < Some(100.0)));
+        // One placement: every point kept.
+        let one: Vec<Point> = (0..12).map(|r| point(0, r, 1.0, 55.0)).collect();
+        assert!(dominant_placement(&one).1.is_none());
+    }
+
+    #[test]
+    fn raw_points_read_back_and_bad_cells_name_line_and_column() {
+        let pts = vec![point(0, 0, 123.4, 55.5), point(8, 0, 99.0, 230.0)];
+        let w = Workload::AfUnix {
+            writer: 0,
+            reader: 1,
+        };
+        let text = raw_csv(&w, &pts);
+        let back = points_from_raw_csv(&text, "raw.csv").unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1].fraction, 8);
+        assert_eq!(back[0].c2c_ns, Some(55.5));
+        let bad = text.replace("123.4", "abc");
+        let e = points_from_raw_csv(&bad, "raw.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("raw.csv") && e.contains(":3") && e.contains("score"),
+            "{e}"
+        );
+        let e = points_from_raw_csv("a,b\n1,2\n", "x.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("percpu_pagelist_high_fraction"), "{e}");
     }
 
     #[test]

@@ -39,8 +39,22 @@ struct ZonePagesets {
 }
 
 #[derive(Debug, Deserialize)]
+struct Runs {
+    pages: u64,
+    runs: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PageRuns {
+    alloc: Option<Runs>,
+}
+
+#[derive(Debug, Deserialize)]
 struct CpuTrace {
     events: BTreeMap<String, u64>,
+    /// Runs of allocations and of frees on the CPU (base pages), where the trace has them.
+    #[serde(default)]
+    page_runs: PageRuns,
     drain_pages_per_call: Vec<(u64, u64)>,
     refill_pages_per_call: Vec<(u64, u64)>,
 }
@@ -57,6 +71,12 @@ struct TraceFile {
     kernel: String,
     #[serde(default)]
     command: Vec<String>,
+    /// `udp` for a UDP stream (`trace_pcp_flow.py --udp`); absent for the AF_UNIX pair.
+    #[serde(default)]
+    flow: Option<String>,
+    /// Payload bytes moved (UDP: the datagrams' payload).
+    #[serde(default)]
+    bytes: Option<u64>,
     pagesets_before: BTreeMap<String, ZonePagesets>,
     cpus: BTreeMap<String, CpuTrace>,
 }
@@ -74,6 +94,9 @@ pub struct TraceRow {
     pub model: f64,
     /// (model - host) / host, %; None when the host's value is 0.
     pub error_pct: Option<f64>,
+    /// The model's steady state (empty lists, a long run, the first quarter not recorded),
+    /// where it differs in kind from the replay of the traced span.
+    pub steady_state: Option<f64>,
 }
 
 /// The trace beside the model.
@@ -202,6 +225,37 @@ fn key_before(text: &str, line: usize, column: usize) -> Option<&str> {
     (!key.is_empty() && key.len() < 64).then_some(key)
 }
 
+/// The traced flow: an AF_UNIX pair or a UDP stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Traced {
+    AfUnix,
+    Udp,
+}
+
+impl Traced {
+    fn of(t: &TraceFile, label: &str) -> Result<Traced> {
+        match t.flow.as_deref() {
+            None | Some("af-unix") | Some("af_unix") | Some("unix") => Ok(Traced::AfUnix),
+            Some("udp") => Ok(Traced::Udp),
+            Some(other) => Err(Error::invalid(
+                label,
+                "flow",
+                format!(
+                    "'{other}': the comparison knows the AF_UNIX pair (no flow field) and `udp`"
+                ),
+            )),
+        }
+    }
+
+    /// What one message is, and the two CPUs' names.
+    fn words(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Traced::AfUnix => ("write", "writer", "reader"),
+            Traced::Udp => ("datagram", "sender", "receiver"),
+        }
+    }
+}
+
 /// The run's own fields: an AF_UNIX pair (not a command), its writes, duration, write size,
 /// rate and send buffer within what a host can do; returns the writes and seconds.
 fn check_run(t: &TraceFile, label: &str) -> Result<(f64, f64)> {
@@ -228,6 +282,19 @@ fn check_run(t: &TraceFile, label: &str) -> Result<(f64, f64)> {
         crate::workload::kinds::producer_consumer::AF_UNIX_WRITE_BYTES.problem(t.write_bytes as f64)
     {
         return Err(Error::invalid(label, "write_bytes", msg));
+    }
+    // The UDP comparison reads the datagram size from the bytes moved.
+    if let (Some(b), Some("udp")) = (t.bytes, t.flow.as_deref()) {
+        if b > t.writes.saturating_mul(t.write_bytes) {
+            return Err(Error::invalid(
+                label,
+                "bytes",
+                format!(
+                    "{b} B is more than {} writes of {} B can move",
+                    t.writes, t.write_bytes
+                ),
+            ));
+        }
     }
     // A write copies its bytes twice (in and out): no host moves 10 TB/s through a socket.
     let rate = writes * t.write_bytes as f64 / seconds;
@@ -277,7 +344,43 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         )));
     }
     let (zone, pagesets, reader, limits) = reader_limits(&t, kernel, label)?;
-    let orders = crate::kernel::skb::unix_stream_write_orders(t.write_bytes, t.wmem_default);
+    let traced = Traced::of(&t, label)?;
+    let writer_ps = pagesets
+        .cpus
+        .get(&t.writer_cpu.to_string())
+        .ok_or_else(|| {
+            Error::invalid(
+                label,
+                format!("pagesets_before.{zone}.cpus.{}", t.writer_cpu),
+                "missing",
+            )
+        })?;
+    let (msg, wname, rname) = traced.words();
+    // Blocks per message, and the orders of one message's blocks in the kernel's order. A UDP
+    // datagram takes a fractional number of the socket's 32 KiB frag pages: the model's
+    // message is then one block, scaled back per datagram.
+    let (orders, blocks_per_msg) = match traced {
+        Traced::AfUnix => {
+            let o = crate::kernel::skb::unix_stream_write_orders(t.write_bytes, t.wmem_default);
+            let n = o.len() as f64;
+            (o, n)
+        }
+        Traced::Udp => {
+            let payload = t
+                .bytes
+                .map_or(t.write_bytes, |b| b / t.writes.max(1))
+                .min(crate::measure::pcp::UDP_PAYLOAD as u64);
+            let pages = crate::kernel::skb::udp_datagram_frag_pages(payload);
+            if pages <= 0.0 {
+                return Err(Error::invalid(
+                    label,
+                    "bytes",
+                    format!("{payload} B datagrams are copied into the skb's linear part: no page allocation to compare"),
+                ));
+            }
+            (vec![crate::kernel::skb::SKB_FRAG_PAGE_ORDER], pages)
+        }
+    };
     if orders.is_empty() {
         return Err(Error::invalid(
             label,
@@ -288,41 +391,105 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
             ),
         ));
     }
-    let mut w = PcpState::new(kernel, limits, None)?;
-    let mut r = PcpState::new(kernel, limits, None)?;
-    let work_ns = seconds * 1e9 / writes;
-    let flow = PairFlow {
-        orders: orders.clone(),
-        work_ns,
-        tick_ns: 1e9,
-        span_ns: (120e9_f64).min(MAX_SIM_BLOCKS / orders.len() as f64 * work_ns),
-        reader_allocs_per_block: 0.0,
-        writer_free_share: 0.0,
-    };
-    let tally = flow.run(&mut w, &mut r)?;
-    let units = tally.work_units.max(1) as f64;
-
     let cpu = |c: u32| {
         t.cpus
             .get(&c.to_string())
             .ok_or_else(|| Error::invalid(label, format!("cpus.{c}"), "missing"))
     };
     let (wc, rc) = (cpu(t.writer_cpu)?, cpu(t.reader_cpu)?);
+    // Who frees and what the reader allocates are flow facts the trace measured: the blocks
+    // of the flow's largest order freed on the writer's CPU (the network stack handing skbs
+    // back, datagrams dropped in the sender's softirq), and the reader's own order-0
+    // allocations per block it frees.
+    let top = orders.iter().copied().max().unwrap_or(0);
+    let count = |c: &CpuTrace, e: &str, o: u8| {
+        c.events
+            .get(&format!("{e} order {o}"))
+            .copied()
+            .unwrap_or(0) as f64
+    };
+    let (w_frees, r_frees) = (
+        count(wc, "mm_page_free", top),
+        count(rc, "mm_page_free", top),
+    );
+    let writer_free_share = if w_frees + r_frees > 0.0 {
+        w_frees / (w_frees + r_frees)
+    } else {
+        0.0
+    };
+    let reader_allocs_per_block = if r_frees > 0.0 && top > 0 {
+        count(rc, "mm_page_alloc", 0) / r_frees
+    } else {
+        0.0
+    };
+    // The reader's allocations come in runs (the trace's page_runs): pages per run.
+    let reader_alloc_burst_pages = match &rc.page_runs.alloc {
+        Some(a) if a.runs > 0 && a.pages >= a.runs => a.pages as f64 / a.runs as f64,
+        _ => 1.0,
+    };
+    let mut w = PcpState::new(kernel, limits, None)?;
+    let mut r = PcpState::new(kernel, limits, None)?;
+    let work_ns = seconds * 1e9 / (writes * blocks_per_msg / orders.len() as f64);
+    let flow = PairFlow {
+        orders: orders.clone(),
+        work_ns,
+        tick_ns: 1e9,
+        span_ns: (120e9_f64).min(MAX_SIM_BLOCKS / orders.len() as f64 * work_ns),
+        reader_allocs_per_block,
+        reader_alloc_burst_pages,
+        writer_free_share,
+    };
+    let steady = flow.run(&mut w, &mut r)?;
+    // The replay: the traced span from the pagesets the trace recorded at its start (count and
+    // live high of both CPUs), every event recorded.
+    let (mut w, mut r) = (
+        PcpState::new(kernel, limits, None)?,
+        PcpState::new(kernel, limits, None)?,
+    );
+    // zoneinfo records a pageset's count, not its lists: the count is put on the order-0
+    // list, which the flow's blocks are not allocated from. It counts toward high and drains
+    // as the kernel's does; the writer's first blocks come from refills, as the traces show
+    // (every order-3 allocation of the writer was refilled from the zone).
+    for (st, ps) in [(&mut w, writer_ps), (&mut r, reader)] {
+        st.add_pages(0, u32::try_from(ps.count).unwrap_or(u32::MAX))?;
+        if kernel.era().auto_tunes_high() {
+            st.high_pages = u32::try_from(ps.high)
+                .unwrap_or(u32::MAX)
+                .clamp(st.high_min_pages, st.high_max_pages);
+        }
+    }
+    let replay_flow = PairFlow {
+        span_ns: seconds * 1e9,
+        ..flow.clone()
+    };
+    let tally = replay_flow.run_recording(&mut w, &mut r, 0.0)?;
+    // The model's counts per message: per work unit (one `orders` list) scaled to the
+    // message's blocks.
+    let per_msg = orders.len() as f64 / blocks_per_msg;
+    let units = tally.work_units.max(1) as f64 * per_msg;
+    let steady_units = steady.work_units.max(1) as f64 * per_msg;
     let mut rows = Vec::new();
-    let mut row = |quantity: String, unit: &str, host: f64, model: f64| {
+    let mut row = |quantity: String, unit: &str, host: f64, model: f64, steady: Option<f64>| {
         rows.push(TraceRow {
             quantity,
             unit: unit.into(),
             host,
             model,
             error_pct: (host != 0.0).then(|| 100.0 * (model / host - 1.0)),
+            steady_state: steady,
         })
     };
     let mut distinct = orders.clone();
     distinct.sort_unstable();
     distinct.dedup();
     for &o in distinct.iter().rev() {
-        let n = orders.iter().filter(|&&x| x == o).count() as f64;
+        let n = orders.iter().filter(|&&x| x == o).count() as f64 * blocks_per_msg
+            / orders.len() as f64;
+        let freed_by_reader = if o == top {
+            1.0 - writer_free_share
+        } else {
+            1.0
+        };
         let ev = |c: &CpuTrace, e: &str| {
             c.events
                 .get(&format!("{e} order {o}"))
@@ -331,16 +498,18 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
                 / writes
         };
         row(
-            format!("order-{o} allocations on the writer's CPU"),
-            "per write",
+            format!("order-{o} allocations on the {wname}'s CPU"),
+            &format!("per {msg}"),
             ev(wc, "mm_page_alloc"),
             n,
+            None,
         );
         row(
-            format!("order-{o} frees on the reader's CPU"),
-            "per write",
+            format!("order-{o} frees on the {rname}'s CPU"),
+            &format!("per {msg}"),
             ev(rc, "mm_page_free"),
-            n,
+            n * freed_by_reader,
+            None,
         );
     }
     // Refills by size: every size either side shows at least once per 10 000 writes.
@@ -354,6 +523,11 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         .iter()
         .map(|&(p, n)| (u64::from(p), n as f64 / units))
         .collect();
+    let steady_refill: BTreeMap<u64, f64> = steady
+        .refill
+        .iter()
+        .map(|&(p, n)| (u64::from(p), n as f64 / steady_units))
+        .collect();
     let mut sizes: Vec<u64> = host_refill
         .iter()
         .chain(model_refill.iter())
@@ -364,10 +538,11 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
     sizes.dedup();
     for p in sizes {
         row(
-            format!("writer's refills of {p} pages"),
-            "per write",
+            format!("{wname}'s refills of {p} pages"),
+            &format!("per {msg}"),
             host_refill.get(&p).copied().unwrap_or(0.0),
             model_refill.get(&p).copied().unwrap_or(0.0),
+            Some(steady_refill.get(&p).copied().unwrap_or(0.0)),
         );
     }
     let mean = |h: &[(u64, u64)]| {
@@ -382,13 +557,26 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         .map(|&(p, n)| (u64::from(p), n))
         .collect();
     let (mdn, md_mean) = mean(&md);
+    let sd: Vec<(u64, u64)> = steady
+        .drain
+        .iter()
+        .map(|&(p, n)| (u64::from(p), n))
+        .collect();
+    let (sdn, sd_mean) = mean(&sd);
     row(
-        "reader's drains (zone->lock holds of free_pcppages_bulk())".into(),
-        "per write",
+        format!("{rname}'s drains (zone->lock holds of free_pcppages_bulk())"),
+        &format!("per {msg}"),
         hd / writes,
         mdn / units,
+        Some(sdn / steady_units),
     );
-    row("pages per drain (mean)".into(), "pages", hd_mean, md_mean);
+    row(
+        "pages per drain (mean)".into(),
+        "pages",
+        hd_mean,
+        md_mean,
+        Some(sd_mean),
+    );
     let start = reader.count;
     Ok(TraceComparison {
         kernel: kernel.to_string(),
@@ -410,14 +598,25 @@ pub fn compare_trace(text: &str, label: &str) -> Result<TraceComparison> {
         rows,
         notes: vec![
             format!(
-                "zone {zone} ({} managed pages): the writer's frags come from it; the model's writer and reader pagesets get the reader's limits",
+                "zone {zone} ({} managed pages): the {wname}'s frags come from it; the model's {wname} and {rname} pagesets get the {rname}'s limits",
                 pagesets.managed
             ),
             format!(
-                "the host's reader list held {start} pages when the trace began; the model starts empty and records after a quarter of a run of up to 120 s (4e7 blocks) at the host's pace ({} us per write), so a short trace whose lists were still filling or emptying drains more or less than the steady state",
+                "measured in the trace and given to the model: {:.4} of the order-{top} blocks freed on the {wname}'s CPU, {:.4} order-0 allocations on the {rname}'s CPU per block it frees in runs of {:.1} pages{}",
+                writer_free_share,
+                reader_allocs_per_block,
+                reader_alloc_burst_pages,
+                if traced == Traced::Udp {
+                    format!("; {} frag pages of 32 KiB per datagram (crate::kernel::skb::udp_datagram_frag_pages)", crate::report::sig(blocks_per_msg, 5))
+                } else {
+                    String::new()
+                }
+            ),
+            format!(
+                "the model replays the traced span ({seconds} s at the host's pace, {} us per {msg}) from the pagesets the trace began with (the {rname}'s list held {start} pages); the steady state starts empty and records after a quarter of a run of up to 120 s (4e7 blocks)",
                 crate::report::sig(seconds * 1e6 / writes, 3)
             ),
-            "nothing fitted: the refill and drain sizes are the kernel's rules (crate::kernel::ops) for the recorded limits, the frag orders crate::kernel::skb's for the write size".into(),
+            format!("nothing fitted: the refill and drain sizes are the kernel's rules (crate::kernel::ops) for the recorded limits, the frag orders crate::kernel::skb's for the {msg} size"),
         ],
     })
 }
@@ -451,6 +650,40 @@ mod tests {
         assert_eq!(r("order-3 allocations on the writer's CPU").host, 1.0);
         let refill = r("writer's refills of 56 pages");
         assert!((refill.model - 1.0 / 7.0).abs() < 1e-3, "{refill:?}");
+    }
+
+    /// A UDP stream: datagrams of 65507 B take 65507 / 32768 frag pages of order 3 each; the
+    /// share the sender frees and the receiver's allocation runs come from the trace.
+    #[test]
+    fn a_udp_trace_is_compared_per_datagram() {
+        let udp = GOOD
+            .replace("\"command\": [],", "\"command\": [], \"flow\": \"udp\",")
+            .replace("\"bytes\": 65536000", "\"bytes\": 65507000")
+            .replace(
+                "\"0\": {\"events\": {\"mm_page_alloc order 3\": 1000}",
+                "\"0\": {\"events\": {\"mm_page_alloc order 3\": 2000, \"mm_page_free order 3\": 200}",
+            )
+            .replace(
+                "\"1\": {\"events\": {\"mm_page_free order 3\": 1000}",
+                "\"1\": {\"events\": {\"mm_page_free order 3\": 1800}",
+            );
+        let c = compare_trace(&udp, "u.json").unwrap();
+        assert_eq!(c.write_orders, vec![3]);
+        let r = |q: &str| c.rows.iter().find(|r| r.quantity == q).unwrap();
+        let per = 65_507.0 / 32_768.0;
+        let alloc = r("order-3 allocations on the sender's CPU");
+        assert!((alloc.model - per).abs() < 1e-9, "{alloc:?}");
+        // 200 of 2000 blocks freed on the sender: the receiver frees 0.9 of them.
+        let free = r("order-3 frees on the receiver's CPU");
+        assert!((free.model - 0.9 * per).abs() < 1e-9, "{free:?}");
+        assert!(
+            c.notes.iter().any(|n| n.contains("0.1000")),
+            "{:?}",
+            c.notes
+        );
+        let bad = udp.replace("\"flow\": \"udp\"", "\"flow\": \"sctp\"");
+        let e = compare_trace(&bad, "u.json").unwrap_err().to_string();
+        assert!(e.contains("u.json") && e.contains("flow"), "{e}");
     }
 
     /// Damaged traces are errors naming the file and the field, never a comparison with zeros.

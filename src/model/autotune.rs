@@ -370,6 +370,10 @@ pub struct PairFlow {
     /// Order-0 allocations the reader's CPU makes per block it frees (its own page use, which
     /// halves `free_count` and ends a run of frees); 0 for a pure reader.
     pub reader_allocs_per_block: f64,
+    /// Pages the reader allocates in one burst (back to back, before its next free; 1: one at
+    /// a time). Each allocation halves `free_count`, so a few bursts leave most runs of frees
+    /// whole where the same pages allocated one by one would cut many.
+    pub reader_alloc_burst_pages: f64,
     /// Share of the blocks the writer frees itself, right after allocating them (skbs the
     /// network stack hands back to the allocating CPU); 0: the reader frees every block.
     pub writer_free_share: f64,
@@ -379,6 +383,17 @@ impl PairFlow {
     /// Steps the writer's pageset `w` and the reader's `r` through the flow; work units are
     /// messages sent while recording.
     pub fn run(&self, w: &mut PcpState, r: &mut PcpState) -> Result<FlowTally> {
+        self.run_recording(w, r, 0.25)
+    }
+
+    /// [`PairFlow::run`] recording from `warmup` (a share of the span) on: 0 replays a traced
+    /// span from the pagesets' recorded state, 0.25 leaves a quarter to reach the steady state.
+    pub fn run_recording(
+        &self,
+        w: &mut PcpState,
+        r: &mut PcpState,
+        warmup: f64,
+    ) -> Result<FlowTally> {
         if !self.work_ns.is_finite() || self.work_ns <= 0.0 {
             return Err(Error::invalid("pair flow", "work_ns", "must be > 0"));
         }
@@ -387,6 +402,13 @@ impl PairFlow {
                 "pair flow",
                 "orders",
                 "a message needs at least one block",
+            ));
+        }
+        if !(self.reader_alloc_burst_pages.is_finite() && self.reader_alloc_burst_pages >= 1.0) {
+            return Err(Error::invalid(
+                "pair flow",
+                "reader_alloc_burst_pages",
+                "must be a finite number >= 1",
             ));
         }
         for (name, v) in [
@@ -401,11 +423,13 @@ impl PairFlow {
                 ));
             }
         }
-        let mut c = Clock::new(self.tick_ns, 0.0, self.span_ns, 0.25)?;
+        let mut c = Clock::new(self.tick_ns, 0.0, self.span_ns, warmup)?;
         // Deterministic interleaving of the fractional rates: a block goes to the writer's
         // list when the running share crosses the next whole block, likewise the reader's
         // allocations.
         let (mut to_writer, mut reader_allocs) = (0.0_f64, 0.0_f64);
+        let burst_pages = self.reader_alloc_burst_pages.round().clamp(1.0, 1e6) as u32;
+        let burst = f64::from(burst_pages);
         let mut freed = Vec::with_capacity(self.orders.len());
         // The pageset whose high the tally reports: the one most blocks are freed to.
         let reader_frees = self.writer_free_share < 0.5;
@@ -430,12 +454,16 @@ impl PairFlow {
             }
             for &o in &freed {
                 c.free(r, o)?;
-                reader_allocs += self.reader_allocs_per_block;
+                reader_allocs += self.reader_allocs_per_block / burst;
                 while reader_allocs >= 1.0 {
                     reader_allocs -= 1.0;
-                    c.alloc(r, 0)?;
-                    // The reader's own page goes back to its list before the next block.
-                    c.free(r, 0)?;
+                    for _ in 0..burst_pages {
+                        c.alloc(r, 0)?;
+                    }
+                    // The reader's own pages go back to its list before the next block.
+                    for _ in 0..burst_pages {
+                        c.free(r, 0)?;
+                    }
                 }
             }
             if c.recording() {
@@ -740,6 +768,7 @@ mod tests {
             tick_ns: 1e9,
             span_ns: 4e9,
             reader_allocs_per_block: 0.0,
+            reader_alloc_burst_pages: 1.0,
             writer_free_share: 0.0,
         };
         let mut w = pageset(&model, state, 0).unwrap();

@@ -186,6 +186,7 @@ fn pairs_with(workload: &str, state: SeriesState, work_scale: f64) -> Result<Sta
         tick_ns: 1e9,
         span_ns: 4e9,
         reader_allocs_per_block: 0.0,
+        reader_alloc_burst_pages: 1.0,
         writer_free_share: 0.0,
     };
     let mut wr = pageset(&model, state, 0)?;

@@ -286,6 +286,7 @@ fn kernel_high_with(
             tick_ns: VMSTAT_INTERVAL_NS,
             span_ns: 4.0 * VMSTAT_INTERVAL_NS,
             reader_allocs_per_block: f.consumer_allocs_per_free * pages,
+            reader_alloc_burst_pages: 1.0,
             writer_free_share,
         },
     };
