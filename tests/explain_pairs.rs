@@ -13,13 +13,19 @@ use pcpmodel::kernel::KernelVersion;
 fn every_ordered_pair_of_builtin_machines_explains() {
     let all = Machine::all_builtin().unwrap();
     assert!(all.len() >= 2);
+    let w = pcpmodel::workload::resolve("netperf-udp").unwrap();
+    let knobs = pcpmodel::workload::Knobs {
+        kernel: Some(KernelVersion::DEFAULT),
+        means_only: true,
+        ..Default::default()
+    };
     let mut failures = Vec::new();
     for a in &all {
         for b in &all {
             if a.name == b.name {
                 continue;
             }
-            match explain(a, b, KernelVersion::DEFAULT, &[0, 64]) {
+            match explain(&w, a, b, &knobs, &[0, 64]) {
                 Ok(e) => {
                     let core = e
                         .swaps
@@ -85,4 +91,50 @@ fn binary_explains_the_reproducer_pairs() {
             "{core}"
         );
     }
+}
+
+/// explain compares the flow the workload's kind builds (the one predict and optimal-high
+/// evaluate): another producer-consumer workload is explained, a kind without a page-reuse
+/// model is refused with its name.
+#[test]
+fn explain_takes_the_workload_and_refuses_kinds_without_reuse() {
+    let out = Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args([
+            "explain",
+            "icelake-server",
+            "skylake-desktop",
+            "--workload",
+            "lmbench-af-unix",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // lmbench-af-unix's reference kernel (its flow's measured conditions) is the default.
+    assert_eq!(v["kernel"], "5.18");
+    let out = Command::cargo_bin("pcpmodel")
+        .unwrap()
+        .args([
+            "explain",
+            "icelake-server",
+            "skylake-desktop",
+            "--workload",
+            "bulk-alloc-order0",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bulk-alloc-order0") && err.contains("reuse"),
+        "{err}"
+    );
 }

@@ -1,4 +1,5 @@
-//! Machine A vs machine B for thread 004's producer/consumer flow: the cost terms side by side,
+//! Machine A vs machine B for a producer/consumer workload's flow (thread 004's netperf by
+//! default), built by the workload's kind as `predict` builds it: the cost terms side by side,
 //! and an attribution that swaps one hardware parameter at a time from A to B and shows how the
 //! bypass penalty, the optimal high and the DRAM cliff move. Every number comes from the same
 //! model (`model::netperf` on `model::cache` and `model::pcp`); nothing is recomputed ad hoc.
@@ -15,14 +16,12 @@
 
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::fit::calibrate::{netperf_model, netperf_params};
+use crate::error::{Error, Result};
 use crate::fit::optimize::fast_argmax;
 use crate::hw::machine::{Machine, Policy};
-use crate::kernel::version::KernelVersion;
-use crate::model::cache::Placement;
 use crate::model::netperf::{NetperfEstimate, NetperfModel};
-use crate::workload::kinds::producer_consumer::kernel_high;
+use crate::workload::kind::Knobs;
+use crate::workload::registry::Workload;
 
 /// The three shape numbers of a curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -124,22 +123,34 @@ fn shape_of(model: &NetperfModel, p: &[f64], limit: u32, default_high: u32) -> R
     })
 }
 
-/// Compares machine `a` with machine `b`.
+/// Compares machine `a` with machine `b` for workload `w` with knobs `k` (the kernel among
+/// them): each machine's model is the one the workload's kind builds for it
+/// ([`crate::workload::Kind::reuse_model`], what `predict` and `optimal-high` evaluate), with
+/// its own fitted or carried-over parameters; a swapped machine keeps A's.
 pub fn explain(
+    w: &Workload,
     a: &Machine,
     b: &Machine,
-    kernel: KernelVersion,
+    k: &Knobs,
     highs: &[u32],
 ) -> Result<Explanation> {
-    let placement = Placement::SameLlc;
-    let pa = netperf_params(a)?.values;
-    let pb = netperf_params(b)?.values;
-    let ma = netperf_model(a, placement, kernel)?;
-    let mb = netperf_model(b, placement, kernel)?;
+    if !w.kind.has_reuse_path() {
+        return Err(Error::Unsupported(format!(
+            "explain: workload {} (kind {}) has no page-reuse model to compare machines with; explain takes producer-consumer workloads (netperf-udp, lmbench-af-unix, ...)",
+            w.name(),
+            w.kind.name()
+        )));
+    }
+    let on = |m: &Machine| w.kind.reuse_model(&w.spec, m, k);
+    let (ra, rb) = (on(a)?, on(b)?);
+    let kernel = ra.kernel;
+    let pa = ra.params.values.clone();
+    let pb = rb.params.values.clone();
+    let (ma, mb) = (ra.model.clone(), rb.model.clone());
     let cap = |m: &NetperfModel| m.hierarchy.any_cache_pages;
     let limit = (3.0 * cap(&ma).max(cap(&mb))).ceil() as u32;
-    let shape_a = shape_of(&ma, &pa, limit, kernel_high(a, &ma)?)?;
-    let shape_b = shape_of(&mb, &pb, limit, kernel_high(b, &mb)?)?;
+    let shape_a = shape_of(&ma, &pa, limit, ra.kernel_high)?;
+    let shape_b = shape_of(&mb, &pb, limit, rb.kernel_high)?;
 
     let mut side_by_side = Vec::new();
     for &h in highs {
@@ -283,16 +294,16 @@ pub fn explain(
         let mut m = a.clone();
         edit(&mut m);
         edit(&mut all);
-        let model = netperf_model(&m, placement, kernel)?;
+        let r = on(&m)?;
         swaps.push(Swap {
             parameter: name.clone(),
             from: from.clone(),
             to: to.clone(),
-            shape: shape_of(&model, &pa, limit, kernel_high(&m, &model)?)?,
+            shape: shape_of(&r.model, &pa, limit, r.kernel_high)?,
         });
     }
-    let all_model = netperf_model(&all, placement, kernel)?;
-    let all_swapped = shape_of(&all_model, &pa, limit, kernel_high(&all, &all_model)?)?;
+    let r = on(&all)?;
+    let all_swapped = shape_of(&r.model, &pa, limit, r.kernel_high)?;
     let summary = summarise(
         a,
         b,

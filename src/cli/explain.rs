@@ -26,10 +26,12 @@ pub struct Args {
     pub a: String,
     /// Machine B.
     pub b: String,
-    /// Workload (only netperf-udp).
+    /// Workload whose flow is compared: a built-in producer-consumer workload or a workload
+    /// file of that kind.
     #[arg(long, default_value = "netperf-udp")]
     pub workload: String,
-    /// Kernel version (default: 6.18, the newest the project models; thread 004's table is modelled on 5.17's rules).
+    /// Kernel version (default: the workload's reference kernel, where its measurements ran:
+    /// 5.17's rules for netperf-udp, thread 004's pcp->high table).
     #[arg(long)]
     pub kernel: Option<String>,
     /// pcp->high values for the side-by-side table, pages, comma-separated (default: 0, both
@@ -49,12 +51,7 @@ pub struct PlotArgs {
 }
 
 fn compute(args: &Args) -> anyhow::Result<Explanation> {
-    if args.workload != "netperf-udp" {
-        anyhow::bail!(
-            "explain knows the workload netperf-udp, not '{}'",
-            args.workload
-        );
-    }
+    let w = pcpmodel::workload::resolve(&args.workload)?;
     let mut a = Machine::resolve(&args.a)?;
     let mut b = Machine::resolve(&args.b)?;
     if a.name == b.name && !a.same_values(&b) {
@@ -67,7 +64,7 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
             }
         }
     }
-    let kernel = kernel_arg(&args.kernel, KernelVersion::DEFAULT)?;
+    let kernel = kernel_arg(&args.kernel, w.spec.reference_kernel()?)?;
     for h in &args.highs {
         pcpmodel::bounds::PCP_HIGH_PAGES
             .check_flag("--high", f64::from(*h))
@@ -99,7 +96,12 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
         highs.sort_unstable();
         highs.dedup();
     }
-    Ok(explain(&a, &b, kernel, &highs)?)
+    let knobs = pcpmodel::workload::Knobs {
+        kernel: Some(kernel),
+        means_only: true,
+        ..Default::default()
+    };
+    Ok(explain(&w, &a, &b, &knobs, &highs)?)
 }
 
 fn shape_cells(s: &Shape) -> [String; 4] {
@@ -208,7 +210,7 @@ pub fn plot(args: PlotArgs, _format: Format) -> anyhow::Result<ExitCode> {
             ..Default::default()
         };
         let o = pcpmodel::answer::optimal_high::optimal_high(
-            &pcpmodel::workload::resolve("netperf-udp")?,
+            &pcpmodel::workload::resolve(&args.args.workload)?,
             &m,
             &knobs,
             20,
