@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # and why nothing is run.
 HOST_ONLY = {
     ("measure", "pcp"): ("--dry-run", "writes vm.percpu_pagelist_high_fraction (root); the plan is printed instead"),
-    ("measure", "latency"): ("--help", "minutes of pinned pointer chases on this host; CI runs it once with --quick"),
+    ("measure", "latency"): ("--help", "pinned pointer chases and ping-pongs on this host, timings that vary; CI runs it once with --quick in its own step"),
     ("kernel", "--host"): (None, "reads this host's kernel; CI's host tests cover it"),
 }
 
