@@ -15,8 +15,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// Text that could not be parsed. `line` is 1-based; 0 means "not tied to a line".
-    #[error("{file}:{line}: {field}: {message}")]
+    /// Text that could not be parsed. `line` is 1-based; 0 means "not tied to a line" (a flag,
+    /// a whole file) and is not printed: `--kernel: kernel version: ...`, never `--kernel:0:`.
+    #[error("{file}{}: {field}: {message}", line_suffix(*.line))]
     Parse {
         /// File name (or a label such as `built-in models/icelake-server.toml`).
         file: String,
@@ -51,6 +52,15 @@ pub enum Error {
     /// A request the model cannot answer (e.g. a parameter outside its validity range).
     #[error("{0}")]
     Unsupported(String),
+}
+
+/// `":LINE"` for a 1-based line, nothing for 0 (not tied to a line).
+fn line_suffix(line: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}")
+    }
 }
 
 /// Shorthand for `Result<T, pcpmodel::Error>`.

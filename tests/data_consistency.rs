@@ -548,3 +548,35 @@ fn cli_data_shows_one_table_in_each_format() {
         .code(2)
         .stderr(predicates::str::contains("unknown table 'no_such_table'"));
 }
+
+/// Issue 35: `data 004` failed for want of the full name. A prefix naming one table shows that
+/// table byte for byte; a prefix naming several is refused with every candidate named, so the
+/// user can pick one (thread 004 has two tables: the sweep and the regression row).
+#[test]
+fn cli_data_takes_a_unique_prefix_and_names_the_candidates_of_an_ambiguous_one() {
+    let sweep = data::table("004_netperf_pcp_high").expect("table");
+    pcpmodel()
+        .args(["data", "004_netperf", "--format", "csv"])
+        .assert()
+        .success()
+        .stdout(sweep.csv_text);
+    let halbuer =
+        data::table("literature/halbuer_2023-02_rmqueue_bulk_zone_lock_alloc_latency_vs_cores")
+            .expect("table");
+    pcpmodel()
+        .args(["data", "halbuer", "--format", "csv"])
+        .assert()
+        .success()
+        .stdout(halbuer.csv_text);
+    let out = pcpmodel().args(["data", "004"]).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains("ambiguous")
+            && err.contains("004_netperf_pcp_high")
+            && err.contains("004_regression")
+            && !err.contains("000_funclatency"),
+        "{err}"
+    );
+}

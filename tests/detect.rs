@@ -436,3 +436,45 @@ fn cli_detect_empty_root_is_an_error_saying_what_is_missing() {
     assert_eq!(v["cpus"]["status"], "missing");
     assert!(v["machine"].is_null());
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read fixture dir") {
+        let entry = entry.expect("entry");
+        let dest = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&dest).expect("mkdir");
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), &dest).expect("copy");
+        }
+    }
+}
+
+/// Issue 35: a host whose /proc/cpuinfo says `cpu MHz : 2445.412` was shown a clock of
+/// `2.4454119999999997` GHz (2445.412 / 1000 in binary). cpuinfo prints the clock to the kHz, so
+/// the GHz value has six decimals and must print as such in the table and the machine TOML.
+#[test]
+fn cli_detect_prints_the_cpuinfo_clock_without_binary_noise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_tree(&fixture(AMD), dir.path());
+    let cpuinfo = dir.path().join("proc/cpuinfo");
+    let text = std::fs::read_to_string(&cpuinfo).expect("cpuinfo");
+    assert!(text.contains("cpu MHz\t: 3700.000"), "fixture changed");
+    std::fs::write(&cpuinfo, text.replace("3700.000", "2445.412")).expect("write");
+    for args in [
+        &["detect"][..],
+        &["detect", "--toml"][..],
+        &["detect", "--format", "json"][..],
+    ] {
+        let out = pcpmodel()
+            .args(args)
+            .arg("--root")
+            .arg(dir.path())
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(stdout.contains("2.445412"), "{args:?}:\n{stdout}");
+        assert!(!stdout.contains("2.44541199"), "{args:?}:\n{stdout}");
+    }
+}

@@ -306,6 +306,21 @@ fn kernel_versions_with_extra_parts_are_refused() {
             .stderr(predicate::str::contains("--kernel"))
             .stderr(predicate::str::contains("MAJOR.MINOR or MAJOR.MINOR.PATCH"));
     }
+    // A flag has no line: the error names the flag, never a pseudo-location `--kernel:0:`
+    // (issue 35), and says which value it refused.
+    for (cmd, bad) in [
+        (&["kernel", "--machine", "icelake-server"][..], "6.18.foo"),
+        (
+            &["predict", "--workload", "netperf-udp"][..],
+            "6.18.0.1.2.3",
+        ),
+    ] {
+        let out = bin().args(cmd).args(["--kernel", bad]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--kernel: ") && err.contains(bad), "{err}");
+        assert!(!err.contains(":0:"), "{err}");
+    }
     bin()
         .args([
             "kernel",
@@ -332,6 +347,7 @@ fn kernel_versions_with_extra_parts_are_refused() {
 #[test]
 fn a_kernel_newer_than_modelled_warns_what_is_assumed() {
     for args in [
+        &["kernel", "--machine", "icelake-server", "--kernel", "7.0"][..],
         &["kernel", "--machine", "icelake-server", "--kernel", "7.1"][..],
         &["predict", "--workload", "netperf-udp", "--kernel", "6.20"][..],
     ] {

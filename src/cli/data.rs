@@ -14,9 +14,11 @@ compiled in, `--format json` an array of row objects (numbers as numbers, empty 
 Examples:
   pcpmodel data
   pcpmodel data 004_netperf_pcp_high
+  pcpmodel data 004_reg          # a prefix naming one table
   pcpmodel data 000_funclatency_epyc-7w83_1node_scale5 --format csv > hist.csv")]
 pub struct Args {
-    /// Table name (see the list); `.csv` and a leading `data/` are accepted.
+    /// Table name (see the list); `.csv`, a leading `data/` and a unique prefix
+    /// (`004_netperf`) are accepted.
     pub name: Option<String>,
 }
 

@@ -29,22 +29,48 @@ pub fn catalogue() -> Vec<TableInfo> {
     TABLES.to_vec()
 }
 
-/// A compiled-in table by name (file stem, with or without `.csv`).
+/// A compiled-in table by name (file stem, with or without `.csv` and a leading `data/`), or by
+/// a prefix that names exactly one table (`004_netperf` for `004_netperf_pcp_high`; a prefix
+/// also matches after a table's folder, `halbuer` for `literature/halbuer_...`). An exact name
+/// always wins; a prefix that fits several tables is an error listing them.
 pub fn table(name: &str) -> Result<TableInfo> {
     let stem = name.strip_suffix(".csv").unwrap_or(name);
     let stem = stem.strip_prefix("data/").unwrap_or(stem);
-    TABLES
-        .iter()
-        .find(|t| t.name == stem)
-        .copied()
-        .ok_or_else(|| Error::Unknown {
+    if let Some(t) = TABLES.iter().find(|t| t.name == stem) {
+        return Ok(*t);
+    }
+    let matches: Vec<TableInfo> = if stem.is_empty() {
+        Vec::new()
+    } else {
+        TABLES
+            .iter()
+            .filter(|t| {
+                let base = t.name.rsplit('/').next().unwrap_or(t.name);
+                t.name.starts_with(stem) || base.starts_with(stem)
+            })
+            .copied()
+            .collect()
+    };
+    match matches.len() {
+        1 => Ok(matches[0]),
+        0 => Err(Error::Unknown {
             kind: "table",
             name: name.to_string(),
             hint: format!(
                 ": tables are {}",
                 TABLES.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
             ),
-        })
+        }),
+        _ => Err(Error::Unsupported(format!(
+            "table name '{name}' is ambiguous: it begins {} tables ({}); give more of the name",
+            matches.len(),
+            matches
+                .iter()
+                .map(|t| t.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 pub(crate) fn reader(text: &str) -> csv::Reader<&[u8]> {

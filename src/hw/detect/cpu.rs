@@ -183,8 +183,10 @@ pub(super) fn detect_clocks(
         } else if let Some(g) = info.get("model name").and_then(|m| ghz_in_model_name(m)) {
             Field::derived(g, "the '@ x.xxGHz' in /proc/cpuinfo model name")
         } else if let Some(mhz) = info.get("cpu MHz").and_then(|s| s.parse::<f64>().ok()) {
+            // cpuinfo prints MHz to the kHz; dividing 2445.412 by 1000 in binary gives
+            // 2.4454119999999997, so go through whole kHz (exact) and divide once.
             Field::derived(
-                mhz / 1000.0,
+                (mhz * 1000.0).round() / 1e6,
                 "/proc/cpuinfo 'cpu MHz' (the current or nominal clock, not necessarily the base)",
             )
         } else {

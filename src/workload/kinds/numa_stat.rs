@@ -67,9 +67,19 @@ impl Kind for NumaStat {
             ],
             e.cycles_per_page,
         );
+        // A kernel whose counters never fold has an infinite spacing: say so in words, never
+        // print "inf" to a user.
+        let between = if e.events_between_folds.is_finite() {
+            format!(
+                "{:.0} events of an item between folds",
+                e.events_between_folds
+            )
+        } else {
+            "the per-CPU counters never fold".to_string()
+        };
         let mut notes = vec![format!(
-            "SMT stretch {:.2}; fold threshold {} events, {:?} rule ({:.0} events of an item between folds); parameters fitted to thread 002",
-            e.smt_stretch, e.fold_threshold, e.fold_rule, e.events_between_folds
+            "SMT stretch {:.2}; fold threshold {} events, {:?} rule ({between}); parameters fitted to thread 002",
+            e.smt_stretch, e.fold_threshold, e.fold_rule
         )];
         notes.extend(capped);
         let mut json = serde_json::json!({"workload": w.name, "machine": machine.name, "parameters": p, "estimate": e});
