@@ -616,3 +616,59 @@ fn from_raw_keeps_the_dominant_placement_and_names_bad_cells() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `measure reuse` runs without root on any host (one CPU for both threads here), reports every
+/// distance with the model's cache term beside it, and refuses a zero distance and a ring
+/// beyond 1 GiB with the flag named. No timing is checked.
+#[test]
+fn measure_reuse_reports_each_distance_and_refuses_bad_ones() {
+    let out = Command::new(BIN)
+        .args([
+            "measure",
+            "reuse",
+            "--cpus",
+            "0,0",
+            "--distances",
+            "64,1024",
+            "--seconds",
+            "0.02",
+            "--repeats",
+            "1",
+            "--machine",
+            "skylake-desktop",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert!(r["measured_ns_per_page"].as_f64().unwrap() > 0.0);
+        assert!(r["model_ns_per_page"].as_f64().unwrap() > 0.0);
+    }
+    for (bad, flag) in [("0", "--distances"), ("1000000000", "--distances")] {
+        let out = Command::new(BIN)
+            .args([
+                "measure",
+                "reuse",
+                "--cpus",
+                "0,0",
+                "--seconds",
+                "0.02",
+                "--distances",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(flag), "{err}");
+    }
+}

@@ -25,6 +25,7 @@ mod kernel;
 mod machines;
 mod measure;
 mod measure_pcp;
+mod measure_reuse;
 mod memcg;
 mod optimal_high;
 mod predict;
@@ -194,6 +195,9 @@ Examples:
     Latency(measure::LatencyArgs),
     /// The real kernel's PCP behaviour under a workload at several pcp->high settings.
     Pcp(Box<measure_pcp::PcpArgs>),
+    /// The time per page of a producer/consumer data path by reuse distance (no kernel, no
+    /// root), beside the model's cache term for the same distances.
+    Reuse(measure_reuse::ReuseArgs),
 }
 
 /// `--quiet` was given: no progress on stderr.
@@ -265,6 +269,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Measure { what } => match what {
             MeasureWhat::Latency(a) => measure::run_latency(a, format),
             MeasureWhat::Pcp(a) => measure_pcp::run(*a, format),
+            MeasureWhat::Reuse(a) => measure_reuse::run(a, format),
         },
         Command::Compare(a) => compare::run(a, format),
         Command::CompareTrace(a) => compare_trace::run(a, format),

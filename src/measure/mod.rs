@@ -9,6 +9,7 @@
 pub mod compare;
 pub mod latency;
 pub mod pcp;
+pub mod reuse;
 pub mod sysctl;
 pub mod trace;
 

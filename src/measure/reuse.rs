@@ -1,0 +1,195 @@
+//! The cost of reusing a page by reuse distance, measured on the host with the data path of a
+//! producer/consumer pair and no kernel in it: a writer thread copies 64 KiB chunks into a
+//! ring of buffers, a reader thread copies each chunk out once it is written (the writer stays
+//! at most [`LEAD_CHUNKS`] chunks ahead, as a socket's send buffer holds it), and the writer
+//! comes back to a chunk after the whole ring: `distance` pages of other chunks were written
+//! and read in between. That is the reuse the model's cache term prices
+//! ([`crate::model::cache::page_access_cost`]): a page freed by the consumer and allocated
+//! again by the producer `distance` pages later, its lines then in the other core's cache, the
+//! LLC or DRAM. Time per page over the ring's distance shows how the host prices each level
+//! for this pattern (store streams, hardware prefetch, the coherence protocol), which a load
+//! latency alone does not.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::latency::pin_current_thread;
+use crate::error::{Error, Result};
+
+/// Bytes per chunk: one 64 KiB write, as the socket loops write.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+/// Pages of 4 KiB per chunk.
+pub const CHUNK_PAGES: u64 = (CHUNK_BYTES / 4096) as u64;
+/// How far the writer may run ahead of the reader, chunks: about a socket's default send
+/// buffer (212,992 B), so the reader copies out lines the writer has just written.
+pub const LEAD_CHUNKS: u64 = 3;
+/// The smallest ring, chunks (the lead plus one: the writer never overwrites an unread chunk).
+pub const MIN_CHUNKS: u64 = LEAD_CHUNKS + 1;
+/// The largest ring, bytes (1 GiB: far beyond any LLC, and still allocatable on a small host).
+pub const MAX_RING_BYTES: u64 = 1 << 30;
+
+/// One reuse distance's result.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ReusePoint {
+    /// Pages written and read between two writes of the same page.
+    pub distance_pages: u64,
+    /// Time per 4 KiB page through the pair (the slower side sets it), ns.
+    pub ns_per_page: f64,
+    /// Pages moved while timing.
+    pub pages: u64,
+}
+
+/// Copies `src` into `dst`: the copy the kernel's `copy_from_user()` / `copy_to_user()` do.
+fn copy(dst: &mut [u8], src: &[u8]) {
+    dst.copy_from_slice(src);
+}
+
+/// A raw pointer the two threads share; each chunk is written by one side at a time, ordered
+/// by the counters.
+#[derive(Clone, Copy)]
+struct Ring(*mut u8);
+// SAFETY: the writer touches chunk k only while `read > k - chunks` and before `written > k`;
+// the reader only after `written > k` and before `read > k` (Acquire/Release on the counters),
+// so no chunk is accessed by both threads at once.
+unsafe impl Send for Ring {}
+unsafe impl Sync for Ring {}
+
+/// Measures one reuse distance: `distance_pages` rounded up to whole chunks (at least
+/// [`MIN_CHUNKS`]), the writer pinned to `writer` and the reader to `reader`, one warm-up pass
+/// over the ring twice, then `secs` seconds timed.
+pub fn measure_distance(
+    writer: u32,
+    reader: u32,
+    distance_pages: u64,
+    secs: f64,
+) -> Result<ReusePoint> {
+    if !(secs.is_finite() && secs > 0.0 && secs <= 600.0) {
+        return Err(Error::invalid(
+            "measure reuse",
+            "--seconds",
+            format!("must be in (0, 600], got {secs}"),
+        ));
+    }
+    let chunks = distance_pages.div_ceil(CHUNK_PAGES).max(MIN_CHUNKS);
+    let bytes = chunks * CHUNK_BYTES as u64;
+    if bytes > MAX_RING_BYTES {
+        return Err(Error::invalid(
+            "measure reuse",
+            "--distances",
+            format!(
+                "{distance_pages} pages is a ring of {} MiB: at most {} MiB",
+                bytes >> 20,
+                MAX_RING_BYTES >> 20
+            ),
+        ));
+    }
+    // Every page touched once, so no fault lands in the timing.
+    let mut ring = vec![1u8; bytes as usize];
+    let base = Ring(ring.as_mut_ptr());
+    let written = Arc::new(AtomicU64::new(0));
+    let read = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let warm = 2 * chunks;
+    let (w2, r2, s2) = (Arc::clone(&written), Arc::clone(&read), Arc::clone(&stop));
+    let handle = std::thread::spawn(move || -> Result<()> {
+        pin_current_thread(writer)?;
+        let src = vec![7u8; CHUNK_BYTES];
+        let ring = base;
+        let mut k: u64 = 0;
+        while !s2.load(Ordering::Relaxed) {
+            // Wait for room: at most LEAD_CHUNKS unread chunks.
+            while k >= r2.load(Ordering::Acquire) + LEAD_CHUNKS {
+                if s2.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+            }
+            let off = ((k % chunks) as usize) * CHUNK_BYTES;
+            // SAFETY: see `Ring`; the chunk lies inside the ring.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ring.0.add(off), CHUNK_BYTES) };
+            copy(dst, &src);
+            k += 1;
+            w2.store(k, Ordering::Release);
+        }
+        Ok(())
+    });
+    // The reader runs in its own thread too: the calling thread only waits, so under SCHED_FIFO
+    // it never spins on a CPU where a new thread (which inherits its affinity) must first run
+    // to pin itself.
+    let (w3, r3) = (Arc::clone(&written), Arc::clone(&read));
+    let reader_handle = std::thread::spawn(move || -> Result<(u64, Duration)> {
+        let (written, read) = (w3, r3);
+        let ring = base;
+        pin_current_thread(reader)?;
+        let mut dst = vec![0u8; CHUNK_BYTES];
+        let mut k: u64 = 0;
+        let mut t0: Option<(Instant, u64)> = None;
+        let give_up = Instant::now() + Duration::from_secs_f64(secs * 20.0 + 30.0);
+        loop {
+            while written.load(Ordering::Acquire) <= k {
+                if Instant::now() > give_up {
+                    return Err(Error::Unsupported(
+                        "measure reuse: the writer stopped advancing (is its CPU online?)".into(),
+                    ));
+                }
+                std::hint::spin_loop();
+            }
+            let off = ((k % chunks) as usize) * CHUNK_BYTES;
+            // SAFETY: see `Ring`.
+            let src = unsafe { std::slice::from_raw_parts(ring.0.add(off), CHUNK_BYTES) };
+            copy(&mut dst, src);
+            std::hint::black_box(&dst);
+            k += 1;
+            read.store(k, Ordering::Release);
+            match t0 {
+                None if k >= warm => t0 = Some((Instant::now(), k)),
+                Some((t, k0)) => {
+                    let el = t.elapsed();
+                    if el.as_secs_f64() >= secs {
+                        return Ok((k - k0, el));
+                    }
+                }
+                None => {}
+            }
+        }
+    });
+    let outcome = reader_handle
+        .join()
+        .map_err(|_| Error::Unsupported("measure reuse: the reader thread panicked".into()))
+        .and_then(|r| r);
+    stop.store(true, Ordering::Relaxed);
+    let joined = handle
+        .join()
+        .map_err(|_| Error::Unsupported("measure reuse: the writer thread panicked".into()))?;
+    drop(ring);
+    joined?;
+    let (n, el) = outcome?;
+    let pages = n * CHUNK_PAGES;
+    Ok(ReusePoint {
+        distance_pages: chunks * CHUNK_PAGES,
+        ns_per_page: el.as_secs_f64() * 1e9 / pages.max(1) as f64,
+        pages,
+    })
+}
+
+/// The default distances, pages: 64 (inside one L2) to 65,536 (256 MiB, beyond any LLC).
+pub const DEFAULT_DISTANCES: [u64; 8] = [64, 256, 1024, 2048, 4096, 8192, 16384, 65536];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A short run on CPU 0 for both sides (any host has it): every distance gives a finite
+    /// time per page and the ring is at least the lead plus one chunk. No timing is checked.
+    #[test]
+    fn a_short_run_moves_pages() {
+        let p = measure_distance(0, 0, 1, 0.01).unwrap();
+        assert_eq!(p.distance_pages, MIN_CHUNKS * CHUNK_PAGES);
+        assert!(p.ns_per_page.is_finite() && p.ns_per_page > 0.0 && p.pages > 0);
+        assert!(measure_distance(0, 0, 1 << 40, 0.01).is_err());
+        assert!(measure_distance(0, 0, 64, f64::NAN).is_err());
+    }
+}
