@@ -265,6 +265,14 @@ fn latency_quick_reports_every_level_and_its_toml_loads() {
     if !m.is_null() {
         let src = m["latency_ns"]["dram_local"]["source"].as_str().unwrap();
         assert!(src.starts_with("measured: pcpmodel measure "), "{src}");
+        // What was measured is not listed as unknown, and no source has an empty clause.
+        for u in m["unknown"].as_array().unwrap() {
+            assert!(!u.as_str().unwrap().starts_with("Every latency"), "{u}");
+        }
+        for f in ["l2_hit", "llc_hit", "dram_local", "c2c_same_llc"] {
+            let s = m["latency_ns"][f]["source"].as_str().unwrap();
+            assert!(!s.contains(", ,"), "{f}: {s}");
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("host.toml");
         let machine: pcpmodel::Machine = serde_json::from_value(m.clone()).unwrap();

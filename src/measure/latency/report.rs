@@ -97,18 +97,19 @@ pub(super) fn dominant_windows(windows: &[f64], modes: &[Mode]) -> Vec<f64> {
         .collect()
 }
 
-/// `; bimodal: 70 % of windows at 55.1 ns, 30 % at 221.0 ns (vCPU placement), ` or `, `.
+/// `bimodal: 70 % of windows at 55.1 ns, 30 % at 221.0 ns (two placements ...): ` or
+/// `one mode: `, which the estimate follows.
 fn mode_text(r: &C2cRow) -> String {
     match r.modes.as_slice() {
         [a, b] => format!(
-            "; bimodal: {:.0} % of windows at {:.1} ns, {:.0} % at {:.1} ns (two placements of \
+            "bimodal: {:.0} % of windows at {:.1} ns, {:.0} % at {:.1} ns (two placements of \
              the CPUs), the value is the dominant mode's: ",
             100.0 * a.share,
             a.median,
             100.0 * b.share,
             b.median
         ),
-        _ => ", one mode: ".into(),
+        _ => "one mode: ".into(),
     }
 }
 
@@ -271,6 +272,54 @@ impl LatencyReport {
                     set.push("cache.policy (LLC)".into());
                 }
                 None => {}
+            }
+        }
+        // What the measurement settled is no longer unknown: the detector's blanket entries
+        // give way to the fields still assumed.
+        let measured_latencies = ["l2_hit", "llc_hit", "dram_local", "c2c_same_llc"]
+            .iter()
+            .all(|f| set.iter().any(|s| s == &format!("latency_ns.{f}")));
+        if measured_latencies {
+            m.unknown.retain(|u| !u.starts_with("Every latency"));
+            let still: Vec<&str> = [
+                (
+                    "latency_ns.c2c_smt",
+                    m.latency_ns.c2c_smt.source.starts_with("assumed"),
+                ),
+                (
+                    "latency_ns.c2c_cross_llc",
+                    m.latency_ns
+                        .c2c_cross_llc
+                        .as_ref()
+                        .is_some_and(|x| x.source.starts_with("assumed")),
+                ),
+                (
+                    "latency_ns.dram_remote",
+                    m.latency_ns
+                        .dram_remote
+                        .as_ref()
+                        .is_some_and(|x| x.source.starts_with("assumed")),
+                ),
+            ]
+            .iter()
+            .filter(|(_, assumed)| *assumed)
+            .map(|(f, _)| *f)
+            .collect();
+            if !still.is_empty() {
+                m.unknown.push(format!(
+                    "Latencies not measured on this host (typical for the vendor): {}.",
+                    still.join(", ")
+                ));
+            }
+        }
+        if set.iter().any(|s| s == "cache.policy (LLC)") {
+            m.unknown.retain(|u| !u.starts_with("The inclusion policy"));
+            if m.llc_index()
+                .is_some_and(|i| m.caches[i].policy.value != Policy::Inclusive)
+            {
+                m.unknown.push(
+                    "Victim vs non-inclusive LLC: CPUID says only that it is not inclusive.".into(),
+                );
             }
         }
         m.name = "host-measured".into();
