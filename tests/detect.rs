@@ -138,6 +138,41 @@ fn intel_fixture_two_sockets_smt2() {
 
     let (m, assumed) = d.to_machine().expect("machine");
     assert_eq!(m.cpus(), 16);
+    // The zone layout takes the kernel's own managed counts from the fixture's zoneinfo, not
+    // a derivation from MiB sizes (which moves the default pcp->high by the rounding).
+    let zi = std::fs::read_to_string(fixture(INTEL).join("proc/zoneinfo")).unwrap();
+    let managed_of = |node: u32, zone: &str| -> u64 {
+        let head = format!("Node {node}, zone");
+        let mut lines = zi
+            .lines()
+            .skip_while(|l| !(l.starts_with(&head) && l.trim_end().ends_with(zone)));
+        lines
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("managed")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap()
+    };
+    let layout = pcpmodel::kernel::layout::zone_layout(&m).unwrap();
+    for node in [0, 1] {
+        let normal = layout
+            .zones
+            .iter()
+            .find(|z| z.node == node && z.kind.name() == "Normal")
+            .unwrap();
+        assert_eq!(
+            normal.managed_pages,
+            managed_of(node, "Normal"),
+            "node {node}"
+        );
+    }
+    let dma32 = layout
+        .zones
+        .iter()
+        .find(|z| z.kind.name() == "DMA32")
+        .unwrap();
+    assert_eq!(dma32.managed_pages, managed_of(0, "DMA32"));
     assert_eq!(m.cpus_per_node(), 8);
     assert_eq!(m.memory.node_mib.value, vec![49152, 49152]);
     assert_eq!(m.llc().map(|c| c.size_kib.value), Some(16896));

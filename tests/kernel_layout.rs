@@ -160,3 +160,30 @@ fn a_configured_zone_gives_a_pcp_state_to_step() {
     assert_eq!(s.pcp_batch_scale_max(), Some(5));
     assert_eq!(s.high_pages, 0, "pcp->high starts at 0 on 6.7+");
 }
+
+/// Managed pages read from a host's zoneinfo replace the derived ones; a count the zone cannot
+/// hold (more than it spans) or one entry short is an error naming the field.
+#[test]
+fn managed_pages_from_the_host_replace_the_derivation_and_are_checked() {
+    use pcpmodel::Sourced;
+    let mut m = icelake();
+    let derived = zone_layout(&m).unwrap();
+    let normal = |l: &pcpmodel::kernel::layout::ZoneLayout, n: u32| {
+        l.zones
+            .iter()
+            .find(|z| z.node == n && z.kind == ZoneKind::Normal)
+            .unwrap()
+            .managed_pages
+    };
+    let given: Vec<u64> = (0..2).map(|n| normal(&derived, n) - 1000).collect();
+    m.memory.normal_managed_pages = Some(Sourced::new(given.clone(), "detected: test"));
+    let l = zone_layout(&m).unwrap();
+    assert_eq!(normal(&l, 0), given[0]);
+    assert_eq!(normal(&l, 1), given[1]);
+    m.memory.normal_managed_pages = Some(Sourced::new(vec![given[0]], "detected: test"));
+    let e = zone_layout(&m).unwrap_err().to_string();
+    assert!(e.contains("memory.normal_managed_pages"), "{e}");
+    m.memory.normal_managed_pages = Some(Sourced::new(vec![u64::MAX / 8, 1], "detected: test"));
+    let e = zone_layout(&m).unwrap_err().to_string();
+    assert!(e.contains("memory.normal_managed_pages[0]"), "{e}");
+}

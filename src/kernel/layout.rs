@@ -245,11 +245,25 @@ pub fn zone_layout(machine: &Machine) -> Result<ZoneLayout> {
                 managed_pages: DMA_MANAGED_PAGES,
             });
             let dma32 = below_4g_pages - DMA_SPAN_PAGES;
+            let dma32_managed = match &mem.dma32_managed_pages {
+                Some(m) if m.value > dma32 => {
+                    return Err(Error::invalid(
+                        &label,
+                        "memory.dma32_managed_pages",
+                        format!(
+                        "{} pages is more than ZONE_DMA32 spans ({dma32} pages from below_4g_mib)",
+                        m.value
+                    ),
+                    ))
+                }
+                Some(m) => m.value,
+                None => dma32,
+            };
             zones.push(ZoneSpec {
                 node,
                 kind: ZoneKind::Dma32,
                 present_pages: dma32,
-                managed_pages: dma32,
+                managed_pages: dma32_managed,
             });
             (
                 node_pages.checked_sub(below_4g_pages),
@@ -258,7 +272,34 @@ pub fn zone_layout(machine: &Machine) -> Result<ZoneLayout> {
         } else {
             (Some(node_pages), memmap_pages + reserved_pages)
         };
-        let managed = node_pages.checked_sub(normal_cost).filter(|m| *m > 0);
+        let managed = match &mem.normal_managed_pages {
+            // Read from the host: the kernel's own count.
+            Some(m) => {
+                let f = format!("memory.normal_managed_pages[{n}]");
+                let v = *m.value.get(n).ok_or_else(|| {
+                    Error::invalid(
+                        &label,
+                        "memory.normal_managed_pages",
+                        format!(
+                            "{} entries for {} nodes: one per node",
+                            m.value.len(),
+                            node_mib.len()
+                        ),
+                    )
+                })?;
+                match normal_present {
+                    Some(p) if v > p => {
+                        return Err(Error::invalid(
+                            &label,
+                            &f,
+                            format!("{v} pages is more than the Normal zone spans ({p} pages)"),
+                        ))
+                    }
+                    _ => Some(v).filter(|v| *v > 0),
+                }
+            }
+            None => node_pages.checked_sub(normal_cost).filter(|m| *m > 0),
+        };
         match (normal_present, managed) {
             (Some(present), Some(managed)) => zones.push(ZoneSpec {
                 node,

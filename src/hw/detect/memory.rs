@@ -18,6 +18,8 @@ pub(super) struct MemoryFields {
     pub(super) mem_total_mib: Field<u64>,
     pub(super) below_4g_mib: Field<u64>,
     pub(super) reserved_mib_per_node: Field<u64>,
+    pub(super) normal_managed_pages: Field<Vec<u64>>,
+    pub(super) dma32_managed_pages: Field<u64>,
 }
 
 pub(super) fn detect_memory(root: &Path) -> Result<MemoryFields> {
@@ -147,11 +149,42 @@ pub(super) fn detect_memory(root: &Path) -> Result<MemoryFields> {
         _ => Field::missing("needs /proc/zoneinfo (present and managed pages)"),
     };
 
+    let normal_managed_pages = match zoneinfo.as_ref() {
+        Some(z) if !node_list.is_empty() => {
+            let per_node: Option<Vec<u64>> = node_list
+                .iter()
+                .map(|&n| {
+                    z.iter()
+                        .find(|((m, zone), _)| *m == n && zone == "Normal")
+                        .map(|(_, p)| p.managed)
+                        .filter(|&m| m > 0)
+                })
+                .collect();
+            match per_node {
+                Some(v) => {
+                    Field::detected(v, "/proc/zoneinfo: 'managed' of each node's Normal zone")
+                }
+                None => Field::missing("a node without a Normal zone in /proc/zoneinfo"),
+            }
+        }
+        _ => Field::missing("needs /proc/zoneinfo (managed pages)"),
+    };
+    let dma32_managed_pages = match zoneinfo.as_ref().and_then(|z| {
+        z.iter()
+            .find(|((n, zone), _)| *n == 0 && zone == "DMA32")
+            .map(|(_, p)| p.managed)
+    }) {
+        Some(m) => Field::detected(m, "/proc/zoneinfo: 'managed' of node 0's DMA32 zone"),
+        None => Field::missing("no DMA32 zone of node 0 in /proc/zoneinfo"),
+    };
+
     Ok(MemoryFields {
         numa_nodes,
         node_mib,
         mem_total_mib,
         below_4g_mib,
         reserved_mib_per_node,
+        normal_managed_pages,
+        dma32_managed_pages,
     })
 }

@@ -168,6 +168,10 @@ pub struct Detected {
     pub below_4g_mib: Field<u64>,
     /// Present but unmanaged memory per node, less the memmap, MiB.
     pub reserved_mib_per_node: Field<u64>,
+    /// Each node's Normal zone's managed pages (/proc/zoneinfo).
+    pub normal_managed_pages: Field<Vec<u64>>,
+    /// Node 0's DMA32 managed pages (/proc/zoneinfo).
+    pub dma32_managed_pages: Field<u64>,
     /// Cache levels of the first online CPU, in sysfs index order.
     pub caches: Vec<DetectedCache>,
     /// Base clock, GHz.
@@ -253,6 +257,8 @@ pub fn detect(root: &Path) -> Result<Detected> {
         mem_total_mib,
         below_4g_mib,
         reserved_mib_per_node,
+        normal_managed_pages,
+        dma32_managed_pages,
     } = detect_memory(root)?;
     let (base_ghz, max_ghz) = detect_clocks(&cpu_dirs, &info)?;
     let latency_ns = [
@@ -289,6 +295,8 @@ pub fn detect(root: &Path) -> Result<Detected> {
         mem_total_mib,
         below_4g_mib,
         reserved_mib_per_node,
+        normal_managed_pages,
+        dma32_managed_pages,
         caches,
         base_ghz,
         max_ghz,

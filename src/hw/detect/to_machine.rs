@@ -489,6 +489,16 @@ impl Detected {
                 below_4g_mib: below_4g,
                 reserved_mib_per_node: reserved,
                 struct_page_bytes: struct_page,
+                normal_managed_pages: self
+                    .normal_managed_pages
+                    .value
+                    .clone()
+                    .filter(|v| Some(v.len()) == self.node_mib.value.as_ref().map(Vec::len))
+                    .map(|v| Sourced::new(v, self.normal_managed_pages.machine_source())),
+                dma32_managed_pages: self
+                    .dma32_managed_pages
+                    .value
+                    .map(|v| Sourced::new(v, self.dma32_managed_pages.machine_source())),
             },
             caches,
             latency_ns,

@@ -71,6 +71,15 @@ pub struct Memory {
     pub reserved_mib_per_node: Sourced<u64>,
     /// Size of `struct page` (memmap cost per 4 KiB page), bytes.
     pub struct_page_bytes: Sourced<u64>,
+    /// Pages each node's Normal zone gives the buddy allocator (`managed` in /proc/zoneinfo),
+    /// one entry per node, when read from the host: the zone layout takes them instead of
+    /// deriving them from the sizes above (MiB rounding and where the reservations sit move
+    /// that by hundreds of pages, and the kernel's pcp->high with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normal_managed_pages: Option<Sourced<Vec<u64>>>,
+    /// Node 0's ZONE_DMA32 managed pages, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma32_managed_pages: Option<Sourced<u64>>,
 }
 
 /// Who shares a cache.
