@@ -156,11 +156,29 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         format!("{}-{}", o.ci95_pages[0], o.ci95_pages[1]),
         "pages".to_string(),
     ]);
-    t.push([
-        "kernel default high".to_string(),
-        o.kernel_default_high_pages.to_string(),
-        "pages".to_string(),
-    ]);
+    match (
+        o.kernel_default.high_pages,
+        o.kernel_default.high_min_pages,
+        o.kernel_default.high_max_pages,
+    ) {
+        (None, Some(lo), Some(hi)) => {
+            t.push([
+                "kernel default: live pcp->high this flow settles at".to_string(),
+                o.kernel_default_high_pages.to_string(),
+                "pages".to_string(),
+            ]);
+            t.push([
+                "kernel default: high_min / high_max".to_string(),
+                format!("{lo} / {hi}"),
+                "pages".to_string(),
+            ]);
+        }
+        _ => t.push([
+            "kernel default: pcp->high (fixed)".to_string(),
+            o.kernel_default_high_pages.to_string(),
+            "pages".to_string(),
+        ]),
+    }
     t.push([
         "throughput at the default vs the best".to_string(),
         pct(o.kernel_default_loss_pct),
@@ -191,8 +209,8 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             d.kernel, d.batch_pages, d.split_cpus, d.managed_pages
         ),
         (None, Some(lo), Some(hi)) => format!(
-            "kernel {} auto-tunes pcp->high between high_min {lo} and high_max {hi} pages; for this flow it settles near {} (batch {} << scale_max + batch, clamped)",
-            d.kernel, o.kernel_default_high_pages, d.batch_pages
+            "kernel {} auto-tunes pcp->high between high_min {lo} and high_max {hi} pages (batch {}); for this flow the live high averages {} pages (the kernel's tuning rules stepped through the flow, crate::model::autotune::live_high)",
+            d.kernel, d.batch_pages, o.kernel_default_high_pages
         ),
         _ => String::new(),
     });
