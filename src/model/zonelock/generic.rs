@@ -165,11 +165,21 @@ fn step(st: &mut PcpState, order: u8, alloc: bool) -> Result<(Vec<u32>, bool, bo
     }
 }
 
+/// Whether two pagesets are in the same state but for [`PcpState::drained_blocks`], the running
+/// count of blocks drained since creation, which no kernel decision reads.
+fn same_but_drained(a: &PcpState, b: &PcpState) -> bool {
+    let mut a = a.clone();
+    a.drained_blocks = b.drained_blocks;
+    a == *b
+}
+
 /// `steps` allocations (`alloc`) or frees of `order` on `st`, recording into `out` when given.
 ///
 /// Runs of identical state are fast-forwarded: when the state right after a hold equals the
 /// state right after the previous one and one hold of `h` pages happened, the steps in between
-/// (`h >> order` of them, the blocks the hold moved) repeat exactly.
+/// (`h >> order` of them, the blocks the hold moved) repeat exactly. The running count of
+/// drained blocks is not part of that state (it only grows, so a free phase would never
+/// repeat); it is advanced by the skipped periods' drains.
 pub fn run_steps(
     st: &mut PcpState,
     order: u8,
@@ -207,11 +217,14 @@ pub fn run_steps(
         if holds.len() == 1 {
             let h = holds[0];
             if let Some((p, ph)) = &prev {
-                if *ph == h && p == st {
+                if *ph == h && same_but_drained(p, st) {
                     let period = u64::from(h >> order).max(1);
                     let skip = (left / period).saturating_sub(1);
                     if skip > 0 {
                         left -= skip * period;
+                        // The skipped periods drain as the last one did: the running count
+                        // ends where stepping would have left it.
+                        st.drained_blocks += skip * (st.drained_blocks - p.drained_blocks);
                         if let Some(o) = out.as_deref_mut() {
                             add_count(o.holds, h, skip);
                             o.tally.steps += skip * period;
