@@ -332,3 +332,17 @@ fn lkp_sctp_rows_are_blind_and_the_note_is_the_tables_arithmetic() {
     let factor = format!("{:.2}x that ceiling", row.measured / row.predicted);
     assert!(ceiling.contains(&factor), "{factor}: {ceiling}");
 }
+
+/// `validate` reports progress and `examples/validate_time` reports time per table by the
+/// names of the uncomputed table list: each name is the table its function computes, every
+/// row of it carries that name, and the list computes the same tables as `literature::all`.
+#[test]
+fn the_table_list_names_the_tables_it_computes() {
+    let all = literature::all().expect("literature tables");
+    let list = literature::tables();
+    assert_eq!(list.len(), all.len());
+    for ((name, _), t) in list.iter().zip(&all) {
+        assert_eq!(*name, t.thread);
+        assert!(t.rows.iter().all(|r| r.thread == *name), "{name}");
+    }
+}
