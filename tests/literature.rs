@@ -332,3 +332,123 @@ fn lkp_sctp_rows_are_blind_and_the_note_is_the_tables_arithmetic() {
     let factor = format!("{:.2}x that ceiling", row.measured / row.predicted);
     assert!(ceiling.contains(&factor), "{factor}: {ceiling}");
 }
+
+/// `validate` reports progress and `examples/validate_time` reports time per table by the
+/// names of the uncomputed table list: each name is the table its function computes, every
+/// row of it carries that name, and the list computes the same tables as `literature::all`.
+#[test]
+fn the_table_list_names_the_tables_it_computes() {
+    let all = literature::all().expect("literature tables");
+    let list = literature::tables();
+    assert_eq!(list.len(), all.len());
+    for ((name, _), t) in list.iter().zip(&all) {
+        assert_eq!(*name, t.thread);
+        assert!(t.rows.iter().all(|r| r.thread == *name), "{name}");
+    }
+}
+
+/// `validate`'s human summary gives each literature table's RMS relative error per machine and
+/// quantity: the cell of the literature column in a literature table's line is the RMS of
+/// (predicted - measured) / |measured| over that table's literature rows of the same machine and
+/// quantity, computed here from the JSON output's measured and predicted values. The summary
+/// prints percent to two decimals, so the cell may differ from the RMS by half its last digit
+/// (0.005 percentage points) and no more.
+#[test]
+fn human_summary_shows_the_literature_rms_of_each_table() {
+    let run = |format: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("pcpmodel")
+            .unwrap()
+            .args(["validate", "--thread", "literature"])
+            .args(format)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"])).unwrap();
+    let human = run(&[]);
+    let rows = json["rows"].as_array().unwrap();
+    // The first literature row's table, machine and quantity.
+    let first = rows
+        .iter()
+        .find(|r| r["role"] == "literature")
+        .expect("a literature row");
+    let key = |r: &serde_json::Value| {
+        (
+            r["thread"].as_str().unwrap().to_string(),
+            r["machine"].as_str().unwrap().to_string(),
+            r["quantity"].as_str().unwrap().to_string(),
+        )
+    };
+    let (thread, machine, quantity) = key(first);
+    let errs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["role"] == "literature" && key(r) == key(first))
+        .map(|r| {
+            let (m, p) = (
+                r["measured"].as_f64().unwrap(),
+                r["predicted"].as_f64().unwrap(),
+            );
+            (p - m) / m.abs()
+        })
+        .filter(|e| e.is_finite())
+        .collect();
+    assert!(!errs.is_empty());
+    let rms_pct = 100.0 * (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
+
+    // The summary table: its header, the dashed rule under it (which gives each column's
+    // span) and its lines.
+    let lines: Vec<&str> = human.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("quantity") && l.contains("literature RMS"))
+        .expect("a summary header with a literature RMS column");
+    let (header, rule) = (lines[at], lines[at + 1]);
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in rule.char_indices().chain([(rule.len(), ' ')]) {
+        match (c == '-', start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    let cell = |line: &str, (s, e): (usize, usize)| {
+        line.get(s..e.min(line.len()))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let col = |name: &str| {
+        spans
+            .iter()
+            .copied()
+            .find(|&sp| cell(header, sp).contains(name))
+            .unwrap_or_else(|| panic!("no column {name:?} in {header:?}"))
+    };
+    let (c_thread, c_machine, c_quantity) = (col("thread"), col("machine"), col("quantity"));
+    let c_lit = col("literature RMS");
+    let line = lines[at + 2..]
+        .iter()
+        .take_while(|l| !l.trim().is_empty())
+        .find(|l| {
+            cell(l, c_thread) == thread
+                && cell(l, c_machine) == machine
+                && cell(l, c_quantity) == quantity
+        })
+        .unwrap_or_else(|| panic!("no summary line for {thread} / {machine} / {quantity}"));
+    let shown: f64 = cell(line, c_lit)
+        .parse()
+        .unwrap_or_else(|_| panic!("the literature RMS cell is not a number: {line:?}"));
+    assert!(
+        (shown - rms_pct).abs() <= 0.005 + 1e-9,
+        "{thread} / {machine} / {quantity}: summary {shown}, rows give {rms_pct}"
+    );
+}

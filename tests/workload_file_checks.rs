@@ -1,5 +1,5 @@
 //! A user's workload file: every class of bad input the workload mutation harness
-//! (tools/mutate.py, kind `workload`) and a new user's first files found at stop 23 is refused
+//! (tools/mutate.py, kind `workload`) and a new user's first files found is refused
 //! when the file is read, with the file, the line and the dotted field, and never reaches a
 //! prediction (a NaN, an internal queue error, another kind's message). One test per class.
 
@@ -270,7 +270,7 @@ fn the_readme_schema_example_loads() {
     assert_eq!(code, 0, "{err}");
 }
 
-/// A life's frees (params.life_free_share, alloc_run_pages; stop 28) describe a task that frees
+/// A life's frees (params.life_free_share, alloc_run_pages, life_free_run_pages) describe a task that frees
 /// its own pages in phases: without op.phase_pages nothing would read them, so they are refused
 /// with their line; a share of 1 leaves nothing for the exit; runs too fine to step are refused
 /// before any stepping (2^20 runs at most), not left to run for hours.

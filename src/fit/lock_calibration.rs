@@ -33,7 +33,40 @@ pub fn calls_per_s(h: &Histogram000) -> f64 {
 
 /// Fits the model of `machine` to the given thread-000 cases (avg and call rate of each),
 /// holding the named parameters at their derived priors.
+///
+/// The fit is deterministic, and the same one is asked for more than once (thread 000's table
+/// fits each machine's cases, [`calibrate`] fits them again for the workloads that reuse
+/// them, and the one-node fit is redone for each two-node case): the report is memoised per
+/// process, keyed by the machine file, the cases, the held parameters and the assumed
+/// constants moved on this thread; the model returned is built afresh.
 pub fn fit_cases(
+    machine: &Machine,
+    cases: &[&Histogram000],
+    fixed: &[&str],
+) -> Result<(ZoneLockFit, FitReport)> {
+    type Memo = std::sync::Mutex<Vec<(String, FitReport)>>;
+    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+    let memo = MEMO.get_or_init(Memo::default);
+    let key = format!(
+        "{}\u{0}{cases:?}\u{0}{fixed:?}\u{0}{}",
+        machine.to_toml_string()?,
+        crate::assumptions::moved_key()
+    );
+    if let Some(r) = memo
+        .lock()
+        .ok()
+        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
+    {
+        return Ok((ZoneLockFit::new(machine)?, r));
+    }
+    let (model, r) = fit_cases_uncached(machine, cases, fixed)?;
+    if let Ok(mut m) = memo.lock() {
+        m.push((key, r.clone()));
+    }
+    Ok((model, r))
+}
+
+fn fit_cases_uncached(
     machine: &Machine,
     cases: &[&Histogram000],
     fixed: &[&str],

@@ -14,7 +14,31 @@ pub fn model_002() -> Result<NumaStatModel> {
 }
 
 /// Fits the three parameters to the four rows (leave-one-out on).
+///
+/// The fit is deterministic, and thread 002's table, Kemi Wang's literature table and the
+/// numa-stat workloads all ask for it: the report is memoised per process, keyed by the model
+/// (machine file included) and the assumed constants moved on this thread, as
+/// [`crate::fit::lock_calibration::calibrate`] memoises thread 000's fits.
 pub fn fit_002(model: &NumaStatModel) -> Result<FitReport> {
+    type Memo = std::sync::Mutex<Vec<(String, FitReport)>>;
+    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+    let memo = MEMO.get_or_init(Memo::default);
+    let key = format!("{model:?}\u{0}{}", crate::assumptions::moved_key());
+    if let Some(r) = memo
+        .lock()
+        .ok()
+        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
+    {
+        return Ok(r);
+    }
+    let r = fit_002_uncached(model)?;
+    if let Ok(mut m) = memo.lock() {
+        m.push((key, r.clone()));
+    }
+    Ok(r)
+}
+
+fn fit_002_uncached(model: &NumaStatModel) -> Result<FitReport> {
     let pts = data::numa_stat_002()?;
     let ds = Dataset::from_rows(
         model as &dyn FitModel,

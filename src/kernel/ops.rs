@@ -80,7 +80,7 @@ pub const MAX_PCP_BATCH_SCALE_MAX: u8 = 6;
 const NR_LISTS: usize = 5;
 
 /// Zone flags that change the PCP decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct ZoneFlags {
     /// ZONE_RECLAIM_ACTIVE: kswapd is reclaiming the zone (>= 5.14).
     pub reclaim_active: bool,
@@ -89,7 +89,7 @@ pub struct ZoneFlags {
 }
 
 /// `pcp->flags` (>= 6.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct PcpFlags {
     /// PCPF_PREV_FREE_HIGH_ORDER: the previous free was of order 1..=3.
     pub prev_free_high_order: bool,
@@ -155,7 +155,7 @@ pub struct DecayStep {
 }
 
 /// One CPU's pageset of one zone (`struct per_cpu_pages`). See the module documentation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct PcpState {
     version: KernelVersion,
     era: Era,

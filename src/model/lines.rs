@@ -203,7 +203,14 @@ pub fn shared_mva_split(
                     seen[l] = true;
                     if n > 1 && a > 1.0 {
                         let there = (q[l] / others).clamp(0.0, 1.0);
-                        joins = single * (1.0 - (1.0 - there).powf(a - 1.0));
+                        // Two threads per core (the common case) raise to the power 1:
+                        // the base itself, which is what powf returns, without its cost.
+                        let alone = if a == 2.0 {
+                            1.0 - there
+                        } else {
+                            (1.0 - there).powf(a - 1.0)
+                        };
+                        joins = single * (1.0 - alone);
                         single -= joins;
                     }
                 }

@@ -413,6 +413,16 @@ fn closed_cost(x: &BurstInputs) -> BurstCost {
                     };
                     push(&mut heap, t.next, e);
                 }
+                // Each invalidation leaves the rescheduled threads' old operations in the heap
+                // (skipped when popped); with rare writes they lie far ahead and pile up, so
+                // every pop pays for a heap of them. Dropping them changes nothing: the events
+                // are popped in (time, sequence) order, and a stale one does nothing.
+                if heap.len() > 8 * n + 64 {
+                    heap.retain(|Reverse((_, _, e))| match *e {
+                        Ev::Op { thread, ver } => ver == th[thread].ver,
+                        _ => true,
+                    });
+                }
             }
         }
     }

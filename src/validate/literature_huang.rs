@@ -245,7 +245,30 @@ fn idx(s: SeriesState) -> usize {
 }
 
 /// Both workloads in every state.
+///
+/// Deterministic, and both Huang tables (cover letters and prose) read them: memoised per
+/// process, keyed by the assumed constants moved on this thread.
 pub fn predictions() -> Result<(Vec<StatePrediction>, Vec<StatePrediction>)> {
+    type Both = (Vec<StatePrediction>, Vec<StatePrediction>);
+    static MEMO: std::sync::OnceLock<std::sync::Mutex<Vec<(String, Both)>>> =
+        std::sync::OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    let key = crate::assumptions::moved_key();
+    if let Some(r) = memo
+        .lock()
+        .ok()
+        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
+    {
+        return Ok(r);
+    }
+    let r = predictions_uncached()?;
+    if let Ok(mut m) = memo.lock() {
+        m.push((key, r.clone()));
+    }
+    Ok(r)
+}
+
+fn predictions_uncached() -> Result<(Vec<StatePrediction>, Vec<StatePrediction>)> {
     let k = STATES.iter().map(|s| kbuild(*s)).collect::<Result<_>>()?;
     let l = STATES.iter().map(|s| lmbench(*s)).collect::<Result<_>>()?;
     Ok((k, l))

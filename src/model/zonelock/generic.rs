@@ -65,7 +65,7 @@ use crate::model::zones::{zone_shares, NodeSpan};
 pub const STEADY_ALLOCS: u64 = 1 << 20;
 
 /// How a task's allocations are freed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Freeing {
     /// By the same CPU, in phases of this many allocations then as many frees.
@@ -89,7 +89,7 @@ impl Freeing {
 }
 
 /// One task's loop as the PCP state machine sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct LoopShape {
     /// Allocation order.
     pub order: u8,
@@ -165,11 +165,21 @@ fn step(st: &mut PcpState, order: u8, alloc: bool) -> Result<(Vec<u32>, bool, bo
     }
 }
 
+/// Whether two pagesets are in the same state but for [`PcpState::drained_blocks`], the running
+/// count of blocks drained since creation, which no kernel decision reads.
+fn same_but_drained(a: &PcpState, b: &PcpState) -> bool {
+    let mut a = a.clone();
+    a.drained_blocks = b.drained_blocks;
+    a == *b
+}
+
 /// `steps` allocations (`alloc`) or frees of `order` on `st`, recording into `out` when given.
 ///
 /// Runs of identical state are fast-forwarded: when the state right after a hold equals the
 /// state right after the previous one and one hold of `h` pages happened, the steps in between
-/// (`h >> order` of them, the blocks the hold moved) repeat exactly.
+/// (`h >> order` of them, the blocks the hold moved) repeat exactly. The running count of
+/// drained blocks is not part of that state (it only grows, so a free phase would never
+/// repeat); it is advanced by the skipped periods' drains.
 pub fn run_steps(
     st: &mut PcpState,
     order: u8,
@@ -207,11 +217,14 @@ pub fn run_steps(
         if holds.len() == 1 {
             let h = holds[0];
             if let Some((p, ph)) = &prev {
-                if *ph == h && p == st {
+                if *ph == h && same_but_drained(p, st) {
                     let period = u64::from(h >> order).max(1);
                     let skip = (left / period).saturating_sub(1);
                     if skip > 0 {
                         left -= skip * period;
+                        // The skipped periods drain as the last one did: the running count
+                        // ends where stepping would have left it.
+                        st.drained_blocks += skip * (st.drained_blocks - p.drained_blocks);
                         if let Some(o) = out.as_deref_mut() {
                             add_count(o.holds, h, skip);
                             o.tally.steps += skip * period;
@@ -252,7 +265,37 @@ pub type LoopRun = (Vec<(u32, u64)>, Vec<(u32, u64)>, LoopTally, PcpState);
 
 /// Steps the pageset of `node`'s Normal zone through one warm-up and one recorded iteration of
 /// `shape` (see [`LoopRun`]).
+///
+/// The run is a pure function of the pageset's starting state and the shape, and fits and
+/// sweeps ask for the same few (state, shape) pairs thousands of times (a fit's every
+/// evaluation, each leave-one-out refit, each table that reuses another's fit): results are
+/// memoised per process, keyed by both, so a repeat returns the same numbers without stepping.
 pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result<LoopRun> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    /// Entries kept before the memo is emptied: far above the distinct runs of `validate` (a
+    /// few hundred), so a long sweep cannot grow it without bound.
+    const MEMO_CAP: usize = 1 << 14;
+    type Memo = Mutex<HashMap<(PcpState, LoopShape), LoopRun>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let start = cfg.pcp_state(node, ZoneKind::Normal)?;
+    let key = (start, *shape);
+    let memo = MEMO.get_or_init(Memo::default);
+    if let Some(r) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(r);
+    }
+    let r = loop_dynamics_uncached(key.0.clone(), shape)?;
+    if let Ok(mut m) = memo.lock() {
+        if m.len() >= MEMO_CAP {
+            m.clear();
+        }
+        m.insert(key, r.clone());
+    }
+    Ok(r)
+}
+
+/// [`loop_dynamics`] from the pageset's starting state, without the memo.
+fn loop_dynamics_uncached(mut st: PcpState, shape: &LoopShape) -> Result<LoopRun> {
     let a = shape.allocs_per_iteration();
     if a == 0 {
         return Err(Error::invalid(
@@ -262,7 +305,6 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
         ));
     }
     let order = shape.order;
-    let mut st = cfg.pcp_state(node, ZoneKind::Normal)?;
     let mut refill = Vec::new();
     let mut free = Vec::new();
     let mut t = LoopTally {
@@ -317,7 +359,7 @@ pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result
 pub const MAX_LIFE_RUNS: u64 = 1 << 20;
 
 /// One life of [`Freeing::Lives`]: the allocation runs and the frees after each, then the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Life {
     /// Allocations of the life.
     pub pages: u64,
