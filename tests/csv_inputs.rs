@@ -199,7 +199,6 @@ fn fields_columns_and_machines_nothing_reads_are_refused() {
     let cases = [
         ("long.csv", long_row.as_str(), "long.csv:4:3"),
         ("extra.csv", extra.as_str(), "extra.csv:1:3: foo"),
-        ("two.csv", two, "two.csv:4: machine"),
         ("other.csv", other, "other.csv:2: machine"),
     ];
     for (name, text, want) in cases {
@@ -208,6 +207,11 @@ fn fields_columns_and_machines_nothing_reads_are_refused() {
         assert_eq!(code, 2, "{name}: {err}");
         assert!(err.contains(want), "{name}: {err}");
     }
+    // Rows of two machines: --machine picks its own, and says so.
+    write(dir.path(), "two.csv", two);
+    let (code, out, err) = fit_icx(dir.path(), "two.csv", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kept the 2 of 4 rows"), "{out}");
     // The sweep's own columns and a machine that is not built in are read, with notes.
     write(dir.path(), "sweep.csv", SWEEP);
     let (code, out, err) = fit_icx(dir.path(), "sweep.csv", &[]);
@@ -523,4 +527,51 @@ fn an_unclosed_quote_that_swallows_rows_is_an_error() {
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("h.csv:2: count: data row 1:"), "{e}");
+}
+
+/// The shipped table of two machines (data/004_netperf_pcp_high.csv, with its descriptive
+/// columns high_label and annotation) fits and validates per machine: `--machine` picks its
+/// rows and says so; the knob's own name `high` is read as pcp_high_pages. The same rows give
+/// the same fit whichever way they arrive.
+#[test]
+fn a_two_machine_table_fits_and_validates_per_machine_and_high_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/004_netperf_pcp_high.csv"),
+    )
+    .unwrap();
+    write(dir.path(), "t004.csv", &table);
+    let rms = |out: &str| -> String {
+        out.lines()
+            .find(|l| l.contains("rows,") && l.contains("rms error"))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string()
+    };
+    let (code, out, err) = fit_icx(dir.path(), "t004.csv", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kept the 5 of 10 rows"), "{out}");
+    let from_table = rms(&out);
+    // Only the Icelake rows, under the knob's name.
+    let icx: String = std::iter::once("high,score".to_string())
+        .chain(ICX.lines().skip(1).map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n");
+    write(dir.path(), "high.csv", &icx);
+    let (code, out, err) = fit_icx(dir.path(), "high.csv", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(rms(&out), from_table);
+    let (code, out, err) = run(
+        &[
+            "validate",
+            "--workload",
+            "netperf-udp",
+            "--machine",
+            "skylake-desktop",
+            "--data",
+            "t004.csv",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kept the 5 of 10 rows"), "{out}");
 }

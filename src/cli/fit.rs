@@ -208,60 +208,73 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     } else {
         native_fit(&w, &machine)?
     };
-    let (model, ds, default_fixed, how): (Box<dyn FitModel>, Dataset, &[&str], &str) = match native
-    {
-        Some(n) => {
-            if args.kernel.is_some() {
-                anyhow::bail!(
+    let (model, mut ds, default_fixed, how): (Box<dyn FitModel>, Dataset, &[&str], &str) =
+        match native {
+            Some(n) => {
+                if args.kernel.is_some() {
+                    anyhow::bail!(
                         "--kernel applies to the generic fit; the thread fit of {} models its thread's kernel (add --generic)",
                         w.spec.name
                     );
+                }
+                let label = path.display().to_string();
+                let text =
+                    pcpmodel::input::read_text(&path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
+                let extra = native_extra_columns(&w, n.model.as_ref());
+                let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+                let ds = Dataset::from_csv_str_with(
+                    &text,
+                    &label,
+                    n.model.as_ref(),
+                    CsvColumns {
+                        allowed: &extra,
+                        // The knob's own name for pcp->high, as the generic fit reads it.
+                        aliases: &[("pcp_high_pages", "high")],
+                    },
+                )?;
+                ds.check_ranges(n.columns)?;
+                ds.check_histogram()?;
+                (n.model, ds, n.default_fixed, "the thread's own fit")
             }
-            let label = path.display().to_string();
-            let text = pcpmodel::input::read_text(&path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
-            let extra = native_extra_columns(&w, n.model.as_ref());
-            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-            let ds = Dataset::from_csv_str_with(
-                &text,
-                &label,
-                n.model.as_ref(),
-                CsvColumns {
-                    allowed: &extra,
-                    aliases: &[],
-                },
-            )?;
-            ds.check_ranges(n.columns)?;
-            ds.check_histogram()?;
-            (n.model, ds, n.default_fixed, "the thread's own fit")
-        }
-        None => {
-            let kernel = match &args.kernel {
-                Some(k) => super::args::kernel_flag(k, "--kernel")?,
-                None => w.spec.reference_kernel()?,
-            };
-            let label = path.display().to_string();
-            let text = pcpmodel::input::read_text(&path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
-            let base = Knobs {
-                kernel: Some(kernel),
-                ..Knobs::default()
-            };
-            // A `measure pcp` sweep is read as validate reads it (pcp_high_pages is the knob
-            // high; a netperf-udp score is throughput_mbps).
-            let sweep = pcpmodel::validate::workload::sweep_header(&text);
-            let m = WorkloadFit::for_csv(
-                &w,
-                &machine,
-                base,
-                sweep.as_ref().map_or(text.as_str(), |s| s.header.as_str()),
-                &label,
-                &args.free,
-            )?;
-            let ds =
-                pcpmodel::validate::workload::generic_dataset(&m, &text, &label, sweep.as_ref())?;
-            (Box::new(m), ds, &[], "the generic workload fit")
-        }
-    };
+            None => {
+                let kernel = match &args.kernel {
+                    Some(k) => super::args::kernel_flag(k, "--kernel")?,
+                    None => w.spec.reference_kernel()?,
+                };
+                let label = path.display().to_string();
+                let text =
+                    pcpmodel::input::read_text(&path, &label, pcpmodel::input::MAX_CSV_BYTES)?;
+                let base = Knobs {
+                    kernel: Some(kernel),
+                    ..Knobs::default()
+                };
+                // A `measure pcp` sweep is read as validate reads it (pcp_high_pages is the knob
+                // high; a netperf-udp score is throughput_mbps).
+                let sweep = pcpmodel::validate::workload::sweep_header(&text);
+                let m = WorkloadFit::for_csv(
+                    &w,
+                    &machine,
+                    base,
+                    sweep.as_ref().map_or(text.as_str(), |s| s.header.as_str()),
+                    &label,
+                    &args.free,
+                )?;
+                let ds = pcpmodel::validate::workload::generic_dataset(
+                    &m,
+                    &text,
+                    &label,
+                    sweep.as_ref(),
+                )?;
+                (Box::new(m), ds, &[], "the generic workload fit")
+            }
+        };
+    // A table of several machines is fitted for --machine (default: the workload's machine).
+    let selected = ds.select_machine(&machine.name);
     let machine_note = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())?;
+    let machine_note = match (selected, machine_note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     ds.check_workload(
         &format!("--workload {}", args.workload),
         &workload_names(&w, &args.workload),

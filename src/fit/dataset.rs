@@ -46,7 +46,14 @@ const LABEL_COLUMNS: &[&str] = &["label", "name", "machine"];
 
 /// Columns every measurement CSV may carry besides the model's: labels and a note. They are
 /// not read (the label of a row excepted).
-pub const DESCRIPTIVE_COLUMNS: &[&str] = &["label", "name", "machine", "note"];
+pub const DESCRIPTIVE_COLUMNS: &[&str] = &[
+    "label",
+    "name",
+    "machine",
+    "note",
+    "high_label",
+    "annotation",
+];
 
 /// Columns whose cells are kept ([`Dataset::tags`]) so that a caller can check them against
 /// the run: the machine and the workload a row was measured on.
@@ -461,6 +468,47 @@ impl Dataset {
             .iter()
             .find(|(t, _)| t == name)
             .map(|(_, v)| v.as_slice())
+    }
+
+    /// Keeps the rows of `machine` when the `machine` column names several machines and one of
+    /// them is `machine` (rows with an empty cell stay): a table of several machines, such as
+    /// thread 004's, is fitted one machine at a time. Returns a note saying what was kept, or
+    /// None when nothing was dropped.
+    pub fn select_machine(&mut self, machine: &str) -> Option<String> {
+        let cells = self.tag("machine")?.to_vec();
+        let mut names: Vec<&str> = cells
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !c.is_empty())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        if names.len() < 2 || !names.contains(&machine) {
+            return None;
+        }
+        let keep: Vec<bool> = cells.iter().map(|c| c.is_empty() || c == machine).collect();
+        let total = keep.len();
+        fn filter<T>(v: &mut Vec<T>, keep: &[bool]) {
+            let mut k = keep.iter();
+            v.retain(|_| *k.next().unwrap_or(&true));
+        }
+        filter(&mut self.x, &keep);
+        filter(&mut self.y, &keep);
+        filter(&mut self.row_labels, &keep);
+        filter(&mut self.lines, &keep);
+        for (_, t) in &mut self.tags {
+            filter(t, &keep);
+        }
+        let others: Vec<&str> = names.into_iter().filter(|n| *n != machine).collect();
+        Some(format!(
+            "kept the {} of {total} rows whose machine column is {machine} (the file also holds {})",
+            self.y.len(),
+            others
+                .iter()
+                .map(|o| echo(o))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     }
 
     /// Checks that every row names the one machine the data are fitted or compared on (the

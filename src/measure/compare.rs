@@ -225,7 +225,7 @@ pub fn compare_sweep(
     // error.
     let mut allowed: Vec<&str> = SWEEP_COLUMNS.to_vec();
     allowed.extend(["high_label", "annotation"]);
-    let ds = Dataset::from_csv_str_with(
+    let mut ds = Dataset::from_csv_str_with(
         csv,
         label,
         model.as_ref(),
@@ -256,6 +256,9 @@ pub fn compare_sweep(
         "predicted for kernel {} ({regime})",
         knobs.kernel_or_default()
     )];
+    if let Some(n) = ds.select_machine(&machine.name) {
+        notes.push(n);
+    }
     if let Some(n) = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())? {
         notes.push(n);
     }

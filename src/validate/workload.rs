@@ -70,8 +70,14 @@ pub fn validate_workload(
         &opts.free,
     )?;
     let fittable = model.has_params();
-    let ds = generic_dataset(&model, csv, label, sweep.as_ref())?;
+    let mut ds = generic_dataset(&model, csv, label, sweep.as_ref())?;
+    // A table of several machines is validated for the given machine's rows.
+    let selected = ds.select_machine(&machine.name);
     let machine_note = ds.check_machine(&machine.name, |m| Machine::builtin(m).is_ok())?;
+    let machine_note = match (selected, machine_note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     let workload_note = check_workload_column(&ds, w)?;
     // A row the workload refuses (8192 tasks on 48 CPUs) names its line and column.
     ds.check_model_accepts(&model, &model.file_values())?;

@@ -29,7 +29,14 @@ use super::registry::Workload;
 use super::spec::{Basis, Quantity, WorkloadSpec};
 
 /// CSV columns that label rows and are otherwise ignored.
-pub const IGNORED_COLUMNS: &[&str] = &["label", "name", "machine", "note"];
+pub const IGNORED_COLUMNS: &[&str] = &[
+    "label",
+    "name",
+    "machine",
+    "note",
+    "high_label",
+    "annotation",
+];
 
 /// The numeric knob columns with a field of [`Knobs`], and their valid ranges.
 pub const KNOB_COLUMNS: &[(&str, Range)] = &[
