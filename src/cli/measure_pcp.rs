@@ -246,6 +246,34 @@ fn settings_table(workload: &Workload, settings: &[pcp::Setting]) -> Table {
     t
 }
 
+/// The two CPUs of a pair loop: `--cpus A,B` (`what` names them in the error), else a same-LLC
+/// pair of the host (the first pair class it has); both must be online.
+pub(super) fn cpu_pair(
+    given: Option<&[u32]>,
+    cpus: &[pcpmodel::measure::latency::HostCpu],
+    what: &str,
+) -> anyhow::Result<(u32, u32)> {
+    let (a, b) = match given {
+        Some([a, b]) => (*a, *b),
+        Some(_) => anyhow::bail!("--cpus: give two CPUs, {what}"),
+        None => {
+            let classes = pair_classes(cpus, 1);
+            classes
+                .iter()
+                .find(|(c, _)| *c == "same_llc")
+                .or(classes.first())
+                .map(|(_, p)| p[0])
+                .unwrap_or((0, 0))
+        }
+    };
+    for c in [a, b] {
+        if !cpus.iter().any(|x| x.cpu == c) {
+            anyhow::bail!("--cpus: CPU {c} is not online");
+        }
+    }
+    Ok((a, b))
+}
+
 /// The real net.core.skb_defer_max file.
 const SKB_DEFER_MAX_PATH: &str = "/proc/sys/net/core/skb_defer_max";
 
@@ -289,24 +317,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     let ncpus = cpus.len() as u32;
     let workload = match args.workload.as_str() {
         w @ ("netperf-udp" | "af-unix") => {
-            let (s, r) = match args.cpus.as_deref() {
-                Some([s, r]) => (*s, *r),
-                Some(_) => anyhow::bail!("--cpus: give two CPUs, sender,receiver"),
-                None => {
-                    let classes = pair_classes(&cpus, 1);
-                    classes
-                        .iter()
-                        .find(|(c, _)| *c == "same_llc")
-                        .or(classes.first())
-                        .map(|(_, p)| p[0])
-                        .unwrap_or((0, 0))
-                }
-            };
-            for c in [s, r] {
-                if !cpus.iter().any(|x| x.cpu == c) {
-                    anyhow::bail!("--cpus: CPU {c} is not online");
-                }
-            }
+            let (s, r) = cpu_pair(args.cpus.as_deref(), &cpus, "sender,receiver")?;
             if w == "af-unix" {
                 Workload::AfUnix {
                     writer: s,

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use pcpmodel::hw::machine::Machine;
-use pcpmodel::measure::latency::{host_cpus, pair_classes};
+use pcpmodel::measure::latency::host_cpus;
 use pcpmodel::measure::reuse::{self, DEFAULT_DISTANCES};
 use pcpmodel::model::cache::{page_access_cost, Hierarchy, Placement, ReuseDist};
 use pcpmodel::output::report::{sig, Format, Report, Table};
@@ -52,24 +52,7 @@ pub struct ReuseArgs {
 /// Runs `pcpmodel measure reuse`.
 pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
     let cpus = host_cpus(std::path::Path::new("/"))?;
-    let (w, r) = match args.cpus.as_deref() {
-        Some([a, b]) => (*a, *b),
-        Some(_) => anyhow::bail!("--cpus: give two CPUs, writer,reader"),
-        None => {
-            let classes = pair_classes(&cpus, 1);
-            classes
-                .iter()
-                .find(|(c, _)| *c == "same_llc")
-                .or(classes.first())
-                .map(|(_, p)| p[0])
-                .unwrap_or((0, 0))
-        }
-    };
-    for c in [w, r] {
-        if !cpus.iter().any(|x| x.cpu == c) {
-            anyhow::bail!("--cpus: CPU {c} is not online");
-        }
-    }
+    let (w, r) = super::measure_pcp::cpu_pair(args.cpus.as_deref(), &cpus, "writer,reader")?;
     if !(1..=100).contains(&args.repeats) {
         anyhow::bail!("--repeats {}: must be 1..=100", args.repeats);
     }
