@@ -272,6 +272,14 @@ pub const LATENCY_NS: Range = Range::real(
     "ns",
     "an L1 hit takes about 1 ns and remote DRAM behind a CXL switch about 1 us",
 );
+/// Extra time to write a reused 4 KiB page, by the level holding its lines, ns per page.
+pub const REUSE_NS_PER_PAGE: Range = Range::real(
+    "a page's reuse cost",
+    0.0,
+    100_000.0,
+    "ns per page",
+    "64 lines from remote DRAM one at a time take about 10 us; a store stream overlaps them",
+);
 /// Clock frequency, GHz.
 pub const CLOCK_GHZ: Range = Range::real("a clock", 0.1, 10.0, "GHz", "no CPU ships above 6.2 GHz");
 

@@ -656,3 +656,27 @@ fn a_type_error_names_the_line_and_the_key() {
         "{e}"
     );
 }
+
+/// A machine file may carry measured reuse costs per level; each is bounded like a latency
+/// (negative, NaN and infinite refused with the field named), needs a source, and an unknown
+/// key inside the table is refused. Without the table the latencies price reuse, as before.
+#[test]
+fn reuse_costs_load_and_bad_ones_are_rejected() {
+    let table = |v: &str| {
+        format!(
+            "{}\n[reuse_ns_per_page]\nprivate = {{ value = 105.0, source = \"measured: test\" }}\nllc = {{ value = 70.0, source = \"measured: test\" }}\ndram = {{ value = {v}, source = \"measured: test\" }}\n",
+            icelake_text()
+        )
+    };
+    let m = Machine::from_toml_str(&table("340.0"), "ok.toml").unwrap();
+    assert_eq!(m.reuse_ns_per_page.as_ref().unwrap().dram.value, 340.0);
+    for bad in ["-1.0", "nan", "inf", "1e9"] {
+        expect_invalid(&table(bad), "reuse_ns_per_page.dram");
+    }
+    let extra = table("340.0").replace("llc = {", "l3 = {");
+    assert!(Machine::from_toml_str(&extra, "bad.toml").is_err());
+    assert!(Machine::from_toml_str(&icelake_text(), "ice.toml")
+        .unwrap()
+        .reuse_ns_per_page
+        .is_none());
+}

@@ -683,3 +683,56 @@ fn measure_reuse_reports_each_distance_and_refuses_bad_ones() {
         assert!(err.contains(flag), "{err}");
     }
 }
+
+/// `measure reuse --toml` writes the machine it was given with a `reuse_ns_per_page` table that
+/// loads back (each value sourced as measured), and the model then prices reuse with it: the
+/// cache term of a reuse distance inside the L2 is the private level's measured cost. Times are
+/// not checked (one CPU for both threads here); the distances reach each level of
+/// icelake-server (a 320-page L2, a 12,608-page L2 + victim LLC: 64-128, 1024-4096 and 32768
+/// pages).
+#[test]
+fn measure_reuse_toml_loads_back_and_prices_reuse() {
+    let out = Command::new(BIN)
+        .args([
+            "measure",
+            "reuse",
+            "--cpus",
+            "0,0",
+            "--distances",
+            "64,128,1024,4096,32768",
+            "--seconds",
+            "0.02",
+            "--repeats",
+            "1",
+            "--machine",
+            "icelake-server",
+            "--toml",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = pcpmodel::hw::machine::Machine::from_toml_str(&text, "reuse.toml").unwrap();
+    let r = m.reuse_ns_per_page.as_ref().expect("reuse_ns_per_page");
+    for (name, s) in r.named() {
+        assert!(s.value >= 0.0 && s.value.is_finite(), "{name}");
+        assert!(s.source.starts_with("measured:"), "{name}: {}", s.source);
+    }
+    let h = pcpmodel::model::cache::Hierarchy::from_machine(
+        &m,
+        pcpmodel::model::cache::Placement::SameLlc,
+    )
+    .unwrap();
+    let c = pcpmodel::model::cache::page_access_cost(
+        &h,
+        &pcpmodel::model::cache::ReuseDist::uniform(8.0, 8.0),
+        0.0,
+        10.0,
+    );
+    // 8 pages in a 320-page, 20-way L2: the line survives with probability 1 - 1e-20 or so.
+    assert!((c.total_ns - r.private.value).abs() <= 1e-3 * r.private.value.max(1.0));
+}

@@ -380,6 +380,22 @@ fn summarise(
     let mut out = Vec::new();
     let describe = |m: &Machine, md: &NetperfModel, e: &NetperfEstimate, s: &Shape| {
         let h = &md.hierarchy;
+        if let Some(c) = h.measured_page_ns {
+            return format!(
+                "On {} bypassing the PCP (high 0) costs {:.1} % of the best throughput. A page is reused after {:.0}-{:.0} pages of other traffic; with a {:.0}-page L2 {:.0} % of its lines are still in the freeing core's L2. The machine file's measured reuse costs price such a page at {:.0} ns, {:.0} ns from the LLC and {:.0} ns from DRAM ({:.0} ns of {:.0} ns per page).",
+                m.name,
+                s.bypass_penalty_pct,
+                lo,
+                hi,
+                h.private_pages,
+                100.0 * e.probs.private,
+                c[0],
+                c[1],
+                c[2],
+                e.private_ns,
+                e.ns_per_op
+            );
+        }
         format!(
             "On {} bypassing the PCP (high 0) costs {:.1} % of the best throughput. A page is reused after {:.0}-{:.0} pages of other traffic; with a {:.0}-page L2 {:.0} % of its lines are still in the freeing core's L2, and its {} LLC {} at {:.1} ns per line against {:.1} ns for a line already in the LLC ({:.0} ns of {:.0} ns per page).",
             m.name,

@@ -24,8 +24,15 @@ the detected host; give the machine file `measure latency --toml` wrote to use i
 lines found in the other core's private cache, the LLC and DRAM (crate::model::cache). Both are
 also shown as the increase over the smallest distance, which is what moves a pcp->high sweep.
 
+The measured time less a copy between cached buffers (the copy's own work, which the model counts
+as fixed work) is what reuse adds. Least squares over the model's hit probabilities at each distance
+(non-negative) gives a cost per page for each level: --toml writes them into the machine file as
+reuse_ns_per_page, which then replaces latency x lines / lines in flight for two cores of one LLC
+domain. Give distances inside the L2, inside the LLC and beyond it (the defaults do).
+
 Examples:
   pcpmodel measure reuse --seconds 0.2
+  pcpmodel measure reuse --realtime --repeats 10 --machine data/host/host-idle-2026-12-01.toml --save-toml host-reuse.toml
   pcpmodel measure reuse --machine data/host/host-idle-2026-12-01.toml --distances 64,4096,65536")]
 pub struct ReuseArgs {
     /// Writer and reader CPUs (default: a same-LLC pair).
@@ -47,6 +54,13 @@ pub struct ReuseArgs {
     /// wait for each other's time slices, not for their caches.
     #[arg(long)]
     pub realtime: bool,
+    /// Print only --machine (or the detected host) as a machine file with the measured
+    /// `reuse_ns_per_page` (private, LLC, DRAM) added: the model then prices reuse with them.
+    #[arg(long)]
+    pub toml: bool,
+    /// Also write that machine file here (the report still goes to stdout).
+    #[arg(long, value_name = "FILE")]
+    pub save_toml: Option<std::path::PathBuf>,
 }
 
 /// Runs `pcpmodel measure reuse`.
@@ -92,7 +106,9 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
     // (ns per page, c2c one way just before) per distance.
     let mut samples: Vec<Vec<(f64, Option<f64>)>> = vec![Vec::new(); distances.len()];
     let mut ring_pages = vec![0u64; distances.len()];
+    let mut hot: Vec<f64> = Vec::new();
     for rep in 0..args.repeats {
+        hot.push(reuse::measure_hot_copy(w, args.seconds.min(0.2))?);
         // Interleaved, rotated each round: drift spreads over every distance.
         for j in 0..distances.len() {
             let i = (j + rep) % distances.len();
@@ -112,31 +128,44 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
     }
     pb.finish_and_clear();
-    // The samples of the dominant placement (the machine file's c2c is that mode's), unless
-    // the c2c times form one mode.
+    // The samples of the placement the machine describes: the c2c mode nearest its
+    // c2c_same_llc (on a VM the hypervisor may move the two vCPUs between cores of one LLC
+    // and cores of two, and the second prices every level differently), unless the c2c times
+    // form one mode. A distance with no sample there has no measurement.
     let all_c2c: Vec<f64> = samples.iter().flatten().filter_map(|s| s.1).collect();
     let modes = pcpmodel::measure::latency::modes(&all_c2c);
-    let in_dominant = |c: Option<f64>| match (c, modes.as_slice()) {
-        (Some(c), [a, b, ..]) => (c / a.median).ln().abs() <= (c / b.median).ln().abs(),
+    let target = modes
+        .iter()
+        .min_by(|a, b| {
+            let d = |m: f64| (m / h.c2c_ns).ln().abs();
+            d(a.median).total_cmp(&d(b.median))
+        })
+        .map(|m| m.median);
+    let in_placement = |c: Option<f64>| match (c, modes.as_slice(), target) {
+        (Some(c), [_, _, ..], Some(t)) => modes
+            .iter()
+            .all(|m| (c / t).ln().abs() <= (c / m.median).ln().abs()),
         _ => true,
     };
     let placement_note = (modes.len() >= 2).then(|| {
         format!(
-            "c2c before each sample in two placements, {:.0} ns ({:.0} %) and {:.0} ns: the medians keep the samples of the first; a distance with none there keeps all",
-            modes[0].median,
-            100.0 * modes[0].share,
-            modes[1].median
+            "c2c before each sample in {} placements ({}): the medians keep the samples of the one nearest the machine's same-LLC transfer ({:.0} ns); a distance with none there is not measured",
+            modes.len(),
+            modes
+                .iter()
+                .map(|m| format!("{:.0} ns, {:.0} %", m.median, 100.0 * m.share))
+                .collect::<Vec<_>>()
+                .join("; "),
+            h.c2c_ns
         )
     });
     let kept: Vec<Vec<f64>> = samples
         .iter()
         .map(|s| {
-            let dom: Vec<f64> = s.iter().filter(|x| in_dominant(x.1)).map(|x| x.0).collect();
-            if dom.is_empty() {
-                s.iter().map(|x| x.0).collect()
-            } else {
-                dom
-            }
+            s.iter()
+                .filter(|x| in_placement(x.1))
+                .map(|x| x.0)
+                .collect()
         })
         .collect();
     if args.realtime {
@@ -148,7 +177,19 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|&d| page_access_cost(&h, &ReuseDist::uniform(d as f64, d as f64), 0.0, mlp))
         .collect();
-    let (m0, c0) = (meas[0], model[0].total_ns);
+    let first = meas.iter().position(|m| m.is_finite()).unwrap_or(0);
+    let (m0, c0) = (meas[first], model[first].total_ns);
+    let hot_ns = median(&hot);
+    let probs: Vec<[f64; 3]> = model
+        .iter()
+        .map(|c| [c.probs.private, c.probs.llc, c.probs.dram])
+        .collect();
+    let extra: Vec<f64> = meas.iter().map(|m| m - hot_ns).collect();
+    let measured: Vec<usize> = (0..extra.len()).filter(|&i| extra[i].is_finite()).collect();
+    let levels = reuse::fit_levels(
+        &measured.iter().map(|&i| probs[i]).collect::<Vec<_>>(),
+        &measured.iter().map(|&i| extra[i]).collect::<Vec<_>>(),
+    );
     let mut t = Table::new([
         "distance (pages)",
         "distance (MiB)",
@@ -156,6 +197,8 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         "measured increase",
         "model cache ns/page (private+LLC+DRAM)",
         "model increase",
+        "measured - copy",
+        "fitted levels",
     ])
     .titled(format!(
         "Reuse cost by distance: writer CPU {w}, reader CPU {r}; model on {}",
@@ -167,7 +210,11 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         t.push([
             d.to_string(),
             sig(d as f64 / 256.0, 3),
-            sig(meas[i], 4),
+            if meas[i].is_finite() {
+                sig(meas[i], 4)
+            } else {
+                "- (none in this placement)".into()
+            },
             format!("{:+.1}", meas[i] - m0),
             format!(
                 "{} ({}+{}+{})",
@@ -177,6 +224,17 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
                 sig(c.dram_ns, 3)
             ),
             format!("{:+.1}", c.total_ns - c0),
+            sig(extra[i], 4),
+            levels.as_ref().map_or("-".into(), |f| {
+                sig(
+                    probs[i]
+                        .iter()
+                        .zip(&f.ns_per_page)
+                        .map(|(p, c)| p * c)
+                        .sum::<f64>(),
+                    4,
+                )
+            }),
         ]);
         let (ns, c2c): (Vec<f64>, Vec<Option<f64>>) = samples[i].iter().copied().unzip();
         rows.push(json!({"distance_pages": d, "measured_ns_per_page": meas[i],
@@ -184,14 +242,84 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             "model_ns_per_page": c.total_ns,
             "model_private_ns": c.private_ns, "model_llc_ns": c.llc_ns, "model_dram_ns": c.dram_ns}));
     }
+    let date = pcpmodel::measure::today_utc();
+    let c2c_note = target.map_or(String::new(), |m| format!(", c2c {m:.0} ns"));
+    let levels_json = match &levels {
+        Ok(f) => {
+            json!({"private_ns_per_page": f.ns_per_page[0], "llc_ns_per_page": f.ns_per_page[1],
+            "dram_ns_per_page": f.ns_per_page[2], "support": f.support,
+            "residual_rms_ns": f.residual_rms_ns})
+        }
+        Err(e) => json!({"error": e.to_string()}),
+    };
+    let mut levels_table = Table::new(["level", "ns per page", "distances' worth of hits"])
+        .titled(format!(
+            "Reuse cost by level (measured - a {} ns/page copy between cached buffers; least squares over the model's hit probabilities)",
+            sig(hot_ns, 3)
+        ));
+    if let Ok(f) = &levels {
+        for (j, name) in ["private L2", "LLC", "DRAM"].iter().enumerate() {
+            levels_table.push([
+                name.to_string(),
+                sig(f.ns_per_page[j], 4),
+                format!("{:.1}", f.support[j]),
+            ]);
+        }
+    }
+    if args.toml || args.save_toml.is_some() {
+        let f = levels
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("no reuse costs to write: {e}"))?;
+        let source = |j: usize| {
+            format!(
+                "measured: pcpmodel measure reuse on {date}, writer CPU {w}, reader CPU {r}{c2c_note}; {} distances x {} repeats, medians less a {:.0} ns/page cached copy, non-negative least squares over the model's hit probabilities (residual RMS {:.0} ns/page; {:.1} distances' worth at this level)",
+                measured.len(),
+                args.repeats,
+                hot_ns,
+                f.residual_rms_ns,
+                f.support[j]
+            )
+        };
+        let mut m = machine.clone();
+        let sourced = |j: usize| {
+            pcpmodel::hw::provenance::Sourced::new(
+                (f.ns_per_page[j] * 10.0).round() / 10.0,
+                source(j),
+            )
+        };
+        m.reuse_ns_per_page = Some(pcpmodel::hw::machine::ReuseCosts {
+            private: sourced(0),
+            llc: sourced(1),
+            dram: sourced(2),
+        });
+        m.validate(&format!("machine {}", m.name)).map_err(|e| {
+            anyhow::anyhow!("the measured reuse costs do not make a valid machine: {e}")
+        })?;
+        let text = format!(
+            "# reuse_ns_per_page measured by `pcpmodel measure reuse{}` on {date}.\n{}",
+            if args.realtime { " --realtime" } else { "" },
+            m.to_toml_string()?
+        );
+        if let Some(path) = &args.save_toml {
+            std::fs::write(path, &text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        }
+        if args.toml {
+            print!("{text}");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let report = Report {
         json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name,
             "placements": modes, "placement_note": placement_note,
-            "seconds": args.seconds, "repeats": args.repeats, "mlp_lines": mlp, "rows": rows}),
-        tables: vec![t],
+            "seconds": args.seconds, "repeats": args.repeats, "mlp_lines": mlp,
+            "hot_copy_ns_per_page": hot_ns, "levels": levels_json, "rows": rows}),
+        tables: vec![t, levels_table],
         notes: std::iter::once(format!(
-            "The measured time includes both copies at every distance; the model's column is its cache term alone ({mlp} lines in flight), so compare the increases."
+            "The measured time includes both copies at every distance; the model's column is its cache term alone ({}), so compare the increases.",
+            h.level_cost_source(mlp)
         ))
+        .chain(levels.as_ref().err().map(|e| format!("No cost per level: {e}")))
         .chain(placement_note.clone())
         .collect(),
     };

@@ -136,6 +136,10 @@ pub struct Hierarchy {
     pub c2c_ns: f64,
     /// Cache-line size, bytes.
     pub line_bytes: f64,
+    /// The machine's measured cost of writing a reused page by level (private, LLC, DRAM), ns
+    /// per page, where the machine file has it for this placement
+    /// ([`crate::hw::machine::ReuseCosts`]); it replaces `lines x latency / lines in flight`.
+    pub measured_page_ns: Option<[f64; 3]>,
 }
 
 impl Hierarchy {
@@ -230,12 +234,44 @@ impl Hierarchy {
             dram_ns: lat.dram_local.value,
             c2c_ns,
             line_bytes: l2.line_bytes.value as f64,
+            // Measured for two cores of one LLC domain: that placement only.
+            measured_page_ns: machine
+                .reuse_ns_per_page
+                .as_ref()
+                .filter(|_| placement == Placement::SameLlc)
+                .map(|r| [r.private.value, r.llc.value, r.dram.value]),
         })
     }
 
     /// Lines in a 4 KiB page.
     pub fn lines_per_page(&self) -> f64 {
         PAGE_BYTES as f64 / self.line_bytes
+    }
+
+    /// Cost of writing a reused page whose lines are all at one level (private, LLC, DRAM), ns
+    /// per page: the machine's measured costs where it has them, else `lines x latency /
+    /// mlp_lines`.
+    pub fn level_page_ns(&self, mlp_lines: f64) -> [f64; 3] {
+        self.measured_page_ns.unwrap_or_else(|| {
+            let scale = self.lines_per_page() / mlp_lines.max(1.0);
+            [
+                scale * self.private_ns,
+                scale * self.llc_ns,
+                scale * self.dram_ns,
+            ]
+        })
+    }
+
+    /// Where [`Hierarchy::level_page_ns`] comes from, in words.
+    pub fn level_cost_source(&self, mlp_lines: f64) -> String {
+        if self.measured_page_ns.is_some() {
+            "measured per page (the machine file's reuse_ns_per_page)".into()
+        } else {
+            format!(
+                "latency x {:.0} lines / {mlp_lines} in flight",
+                self.lines_per_page()
+            )
+        }
     }
 }
 
@@ -445,7 +481,8 @@ pub struct HitProbs {
 pub struct PageAccessCost {
     /// Hit-level probabilities.
     pub probs: HitProbs,
-    /// Expected cost per line, ns (before overlap).
+    /// Expected cost per line, ns: before overlap from the latencies, or the measured cost per
+    /// page spread over its lines (after overlap) where the machine has one.
     pub ns_per_line: f64,
     /// Share of the page cost from lines in the private level, ns per page.
     pub private_ns: f64,
@@ -471,7 +508,9 @@ pub fn hit_probs(h: &Hierarchy, reuse: &ReuseDist, resident_pages: f64) -> HitPr
     }
 }
 
-/// Expected cost of writing one reused 4 KiB page with `mlp_lines` line requests in flight.
+/// Expected cost of writing one reused 4 KiB page with `mlp_lines` line requests in flight,
+/// or at the machine's measured cost per page and level where it has one
+/// ([`Hierarchy::measured_page_ns`]; `mlp_lines` is then not used).
 pub fn page_access_cost(
     h: &Hierarchy,
     reuse: &ReuseDist,
@@ -479,13 +518,24 @@ pub fn page_access_cost(
     mlp_lines: f64,
 ) -> PageAccessCost {
     let p = hit_probs(h, reuse, resident_pages);
-    let scale = h.lines_per_page() / mlp_lines.max(1.0);
-    let private_ns = scale * p.private * h.private_ns;
-    let llc_ns = scale * p.llc * h.llc_ns;
-    let dram_ns = scale * p.dram * h.dram_ns;
+    let (private_ns, llc_ns, dram_ns) = match h.measured_page_ns {
+        Some(c) => (p.private * c[0], p.llc * c[1], p.dram * c[2]),
+        None => {
+            let scale = h.lines_per_page() / mlp_lines.max(1.0);
+            (
+                scale * p.private * h.private_ns,
+                scale * p.llc * h.llc_ns,
+                scale * p.dram * h.dram_ns,
+            )
+        }
+    };
     PageAccessCost {
         probs: p,
-        ns_per_line: p.private * h.private_ns + p.llc * h.llc_ns + p.dram * h.dram_ns,
+        ns_per_line: if h.measured_page_ns.is_some() {
+            (private_ns + llc_ns + dram_ns) / h.lines_per_page()
+        } else {
+            p.private * h.private_ns + p.llc * h.llc_ns + p.dram * h.dram_ns
+        },
         private_ns,
         llc_ns,
         dram_ns,
@@ -581,6 +631,7 @@ mod tests {
             dram_ns: 85.0,
             c2c_ns: 52.0,
             line_bytes: 64.0,
+            measured_page_ns: None,
         };
         for d in [0.0, 300.0, 1000.0, 12000.0, 50000.0] {
             let p = hit_probs(&h, &ReuseDist::uniform(d, d + 126.0), 0.0);
@@ -588,6 +639,15 @@ mod tests {
             assert!(p.private >= 0.0 && p.llc >= 0.0 && p.dram >= 0.0);
         }
         let c = page_access_cost(&h, &ReuseDist::uniform(0.0, 112.0), 0.0, 10.0);
+        // Measured costs per page replace latency x lines / lines in flight, level by level.
+        let hm = Hierarchy {
+            measured_page_ns: Some([105.0, 70.0, 340.0]),
+            ..h.clone()
+        };
+        let near = page_access_cost(&hm, &ReuseDist::uniform(0.0, 112.0), 0.0, 10.0);
+        assert_relative_eq!(near.total_ns, 105.0, max_relative = 1e-4);
+        let far = page_access_cost(&hm, &ReuseDist::uniform(60000.0, 60000.0), 0.0, 10.0);
+        assert_relative_eq!(far.total_ns, 340.0, max_relative = 1e-6);
         // Short distances on a victim LLC: nearly every line from the other core, 64 lines / 10.
         // Up to 112 pages against this private cache, the survival P[Poisson(W d / C) <= W - 1]
         // leaves the other core's share at 1 - 3e-6; 1e-4 covers that LLC share.

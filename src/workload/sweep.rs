@@ -19,7 +19,7 @@ pub fn latency_rel_sd(source: &crate::hw::provenance::Sourced<f64>) -> f64 {
     }
 }
 
-/// A copy of `machine` with every latency multiplied by a log-normal factor of its provenance's
+/// A copy of `machine` with every latency (and measured reuse cost) multiplied by a log-normal factor of its provenance's
 /// spread, drawn from `rng`.
 pub fn perturb_latencies(machine: &Machine, rng: &mut crate::fit::stats::SplitMix64) -> Machine {
     let mut m = machine.clone();
@@ -42,6 +42,11 @@ pub fn perturb_latencies(machine: &Machine, rng: &mut crate::fit::stats::SplitMi
         }
     }
     f(&mut l.dram_local);
+    if let Some(r) = m.reuse_ns_per_page.as_mut() {
+        f(&mut r.private);
+        f(&mut r.llc);
+        f(&mut r.dram);
+    }
     m
 }
 

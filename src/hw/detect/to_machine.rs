@@ -506,6 +506,7 @@ impl Detected {
                 base_ghz: base,
                 max_ghz,
             },
+            reuse_ns_per_page: None,
             unknown,
         };
         m.validate(&label).map_err(|e| locate_in_sysfs(&m, e))?;

@@ -28,7 +28,9 @@ mod validate;
 
 pub use load::{field_line, BuiltinMachine, BUILTIN};
 pub(crate) use load::{locate_invalid, toml_error};
-pub use schema::{CacheLevel, Clock, Cpu, Latencies, Machine, Memory, Policy, Sharing, Topology};
+pub use schema::{
+    CacheLevel, Clock, Cpu, Latencies, Machine, Memory, Policy, ReuseCosts, Sharing, Topology,
+};
 
 /// The page size, defined once in [`crate::kernel::layout::PAGE_BYTES`].
 pub use crate::kernel::layout::PAGE_BYTES;

@@ -25,6 +25,11 @@ pub struct Machine {
     pub latency_ns: Latencies,
     /// Clock frequencies.
     pub clock: Clock,
+    /// Measured cost of reusing a page by where its lines are, for a producer/consumer pair on
+    /// two cores of one LLC domain (`pcpmodel measure reuse --toml`). Where present it prices
+    /// the cache term of that placement instead of `latencies x lines / lines in flight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_ns_per_page: Option<ReuseCosts>,
     /// Plain statements of what is not known about this machine.
     #[serde(default)]
     pub unknown: Vec<String>,
@@ -154,6 +159,33 @@ pub struct Latencies {
     /// Remote (other socket) DRAM load latency, ns (only with several sockets).
     #[serde(default)]
     pub dram_remote: Option<Sourced<f64>>,
+}
+
+/// The extra time to write a 4 KiB page, over a copy between cached buffers, by the level
+/// that holds its lines when the producer core reuses it after the consumer core of the same
+/// LLC domain read it: what a store stream pays there, with the hardware's prefetch, its
+/// lines in flight and its coherence protocol (an AMD core that read a line may keep an owned
+/// copy; Intel's non-inclusive LLC snoops the owner). ns per page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReuseCosts {
+    /// Lines still in the consumer core's private L2.
+    pub private: Sourced<f64>,
+    /// Lines in the LLC only.
+    pub llc: Sourced<f64>,
+    /// Lines in neither: DRAM.
+    pub dram: Sourced<f64>,
+}
+
+impl ReuseCosts {
+    /// The three values with their field names, innermost first.
+    pub fn named(&self) -> [(&'static str, &Sourced<f64>); 3] {
+        [
+            ("private", &self.private),
+            ("llc", &self.llc),
+            ("dram", &self.dram),
+        ]
+    }
 }
 
 /// Clock.

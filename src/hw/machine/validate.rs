@@ -56,6 +56,11 @@ impl Machine {
         for (name, s) in self.latency_ns.named() {
             out.push((format!("latency_ns.{name}"), &s.source));
         }
+        if let Some(r) = &self.reuse_ns_per_page {
+            for (name, s) in r.named() {
+                out.push((format!("reuse_ns_per_page.{name}"), &s.source));
+            }
+        }
         out.push(("clock.base_ghz".into(), &self.clock.base_ghz.source));
         if let Some(x) = &self.clock.max_ghz {
             out.push(("clock.max_ghz".into(), &x.source));
@@ -475,6 +480,15 @@ impl Machine {
         let l = &self.latency_ns;
         for (name, s) in l.named() {
             bounds::LATENCY_NS.check(label, &format!("latency_ns.{name}"), s.value)?;
+        }
+        if let Some(r) = &self.reuse_ns_per_page {
+            for (name, s) in r.named() {
+                bounds::REUSE_NS_PER_PAGE.check(
+                    label,
+                    &format!("reuse_ns_per_page.{name}"),
+                    s.value,
+                )?;
+            }
         }
         if l.l2_hit.value >= l.llc_hit.value {
             return bad(

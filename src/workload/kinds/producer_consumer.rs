@@ -621,17 +621,21 @@ impl Kind for ProducerConsumer {
             ],
             e.ns_per_op * slow,
         );
-        let mut hits = Table::new(["level", "probability", "cost per line (ns)"])
-            .titled("Where a reused line is found");
         let h = &model.hierarchy;
+        let mlp = crate::model::netperf::NetperfParams::from_slice(&wp.values).mlp_lines;
+        let mut hits = Table::new(["level", "probability", "cost per page (ns)"]).titled(format!(
+            "Where a reused line is found (cost: {})",
+            h.level_cost_source(mlp)
+        ));
+        let per_page = h.level_page_ns(mlp);
         for (name, p, c) in [
             (
                 "private (other core's L2, or shared L2 for SMT)",
                 e.probs.private,
-                h.private_ns,
+                per_page[0],
             ),
-            ("LLC", e.probs.llc, h.llc_ns),
-            ("DRAM", e.probs.dram, h.dram_ns),
+            ("LLC", e.probs.llc, per_page[1]),
+            ("DRAM", e.probs.dram, per_page[2]),
         ] {
             hits.push([name.to_string(), format!("{p:.4}"), sig(c, 3)]);
         }
