@@ -18,6 +18,7 @@ pub mod import;
 pub mod input;
 pub mod kernel;
 pub mod measure;
+pub mod memo;
 pub mod model;
 pub mod output;
 pub mod report;

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
 use crate::hw::machine::Machine;
 use crate::kernel::version::KernelVersion;
+use crate::memo::Memo;
 use crate::model::cache::{Hierarchy, Placement};
 use crate::model::netperf::{NetperfModel, NetperfParams, DEFAULT_FIXED, PARAM_NAMES};
 use crate::model::pcp::Flow;
@@ -104,26 +105,13 @@ pub fn measured_machines_004() -> Result<Vec<String>> {
 /// tables): the result is memoised per process, keyed by the machine file and the assumed
 /// constants moved on this thread, as [`crate::fit::lock_calibration::calibrate`] is.
 pub fn fit_netperf_004(machine: &Machine) -> Result<(NetperfModel, FitReport)> {
-    type Memo = std::sync::Mutex<Vec<(String, (NetperfModel, FitReport))>>;
-    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
-    let memo = MEMO.get_or_init(Memo::default);
+    static MEMO: Memo<String, (NetperfModel, FitReport)> = Memo::new();
     let key = format!(
         "{}\u{0}{}",
         machine.to_toml_string()?,
         crate::assumptions::moved_key()
     );
-    if let Some(r) = memo
-        .lock()
-        .ok()
-        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
-    {
-        return Ok(r);
-    }
-    let r = fit_netperf_004_uncached(machine)?;
-    if let Ok(mut m) = memo.lock() {
-        m.push((key, r.clone()));
-    }
-    Ok(r)
+    MEMO.get_or_try(key, || fit_netperf_004_uncached(machine))
 }
 
 fn fit_netperf_004_uncached(machine: &Machine) -> Result<(NetperfModel, FitReport)> {

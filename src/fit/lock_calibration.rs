@@ -8,6 +8,7 @@ use crate::data::{self, Histogram000};
 use crate::error::Result;
 use crate::fit::{fit, Dataset, FitOptions, FitReport};
 use crate::hw::machine::Machine;
+use crate::memo::Memo;
 use crate::model::zonelock::{
     default_params, ZoneLockFit, ZoneLockParams, Q_AVG_NS, Q_CALLS_PER_S,
 };
@@ -44,25 +45,23 @@ pub fn fit_cases(
     cases: &[&Histogram000],
     fixed: &[&str],
 ) -> Result<(ZoneLockFit, FitReport)> {
-    type Memo = std::sync::Mutex<Vec<(String, FitReport)>>;
-    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
-    let memo = MEMO.get_or_init(Memo::default);
+    static MEMO: Memo<String, FitReport> = Memo::new();
     let key = format!(
         "{}\u{0}{cases:?}\u{0}{fixed:?}\u{0}{}",
         machine.to_toml_string()?,
         crate::assumptions::moved_key()
     );
-    if let Some(r) = memo
-        .lock()
-        .ok()
-        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
-    {
-        return Ok((ZoneLockFit::new(machine)?, r));
-    }
-    let (model, r) = fit_cases_uncached(machine, cases, fixed)?;
-    if let Ok(mut m) = memo.lock() {
-        m.push((key, r.clone()));
-    }
+    // The model the fit built, when it ran (a stored report comes with a new one).
+    let mut fitted = None;
+    let r = MEMO.get_or_try(key, || {
+        let (model, r) = fit_cases_uncached(machine, cases, fixed)?;
+        fitted = Some(model);
+        Ok(r)
+    })?;
+    let model = match fitted {
+        Some(model) => model,
+        None => ZoneLockFit::new(machine)?,
+    };
     Ok((model, r))
 }
 
@@ -139,24 +138,13 @@ pub struct Calibration {
 /// The result is memoised per (machine file, moved assumed constants): the fits take tens of ms
 /// and every prediction of an alloc-loop workload on the machine needs them.
 pub fn calibrate(machine: &Machine) -> Result<Calibration> {
-    type Memo = std::sync::Mutex<Vec<(String, Calibration)>>;
-    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
-    let memo = MEMO.get_or_init(|| std::sync::Mutex::new(Vec::new()));
+    static MEMO: Memo<String, Calibration> = Memo::new();
     let key = format!(
         "{}\u{0}{}",
         machine.to_toml_string()?,
         crate::assumptions::moved_key()
     );
-    if let Ok(m) = memo.lock() {
-        if let Some((_, c)) = m.iter().find(|(k, _)| *k == key) {
-            return Ok(c.clone());
-        }
-    }
-    let c = calibrate_uncached(machine)?;
-    if let Ok(mut m) = memo.lock() {
-        m.push((key, c.clone()));
-    }
-    Ok(c)
+    MEMO.get_or_try(key, || calibrate_uncached(machine))
 }
 
 fn calibrate_uncached(machine: &Machine) -> Result<Calibration> {

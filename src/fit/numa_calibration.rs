@@ -6,6 +6,7 @@ use crate::data;
 use crate::error::Result;
 use crate::fit::{fit, Dataset, FitModel, FitOptions, FitReport, Residual};
 use crate::hw::machine::Machine;
+use crate::memo::Memo;
 use crate::model::vmstat::{NumaStatModel, KERNEL_002};
 
 /// The model of thread 002's machine and kernel.
@@ -20,22 +21,9 @@ pub fn model_002() -> Result<NumaStatModel> {
 /// (machine file included) and the assumed constants moved on this thread, as
 /// [`crate::fit::lock_calibration::calibrate`] memoises thread 000's fits.
 pub fn fit_002(model: &NumaStatModel) -> Result<FitReport> {
-    type Memo = std::sync::Mutex<Vec<(String, FitReport)>>;
-    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
-    let memo = MEMO.get_or_init(Memo::default);
+    static MEMO: Memo<String, FitReport> = Memo::new();
     let key = format!("{model:?}\u{0}{}", crate::assumptions::moved_key());
-    if let Some(r) = memo
-        .lock()
-        .ok()
-        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
-    {
-        return Ok(r);
-    }
-    let r = fit_002_uncached(model)?;
-    if let Ok(mut m) = memo.lock() {
-        m.push((key, r.clone()));
-    }
-    Ok(r)
+    MEMO.get_or_try(key, || fit_002_uncached(model))
 }
 
 fn fit_002_uncached(model: &NumaStatModel) -> Result<FitReport> {

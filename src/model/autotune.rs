@@ -41,6 +41,7 @@ use crate::hw::machine::Machine;
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::ops::{pcpf_free_high_batch, PcpState};
 use crate::kernel::version::KernelVersion;
+use crate::memo::Memo;
 use crate::model::zonelock::generic::Life;
 use crate::model::zonelock::{
     BatchDynamics, Freeing, LoopShape, LoopTally, ThinkRule, ZoneLockModel, ZoneLockParams,
@@ -514,29 +515,22 @@ pub struct LiveHighFlow {
 /// `batch << scale_max`, each vmstat tick decays it by 1/8); the fixed high before 6.7.
 /// Memoised: optimal-high, explain and predict ask for the same flow many times.
 pub fn live_high(kernel: KernelVersion, f: &LiveHighFlow) -> Result<f64> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static MEMO: OnceLock<Mutex<HashMap<String, f64>>> = OnceLock::new();
+    static MEMO: Memo<String, f64> = Memo::new();
     if !kernel.era().auto_tunes_high() {
         if let crate::kernel::pageset::PcpHigh::Fixed { high_pages } = f.limits.high {
             return Ok(f64::from(high_pages));
         }
     }
     let key = format!("{kernel}|{}", serde_json::to_string(f).unwrap_or_default());
-    let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(h) = memo.lock().ok().and_then(|m| m.get(&key).copied()) {
-        return Ok(h);
-    }
-    let mut pair = f.pair.clone();
-    pair.span_ns = pair.span_ns.min(LIVE_HIGH_MESSAGES * pair.work_ns);
-    let mut w = PcpState::new(kernel, f.limits, f.scale_max)?;
-    w.flags.free_high_batch = f.free_high_batch;
-    let mut r = w.clone();
-    let t = pair.run(&mut w, &mut r)?;
-    if let Ok(mut m) = memo.lock() {
-        m.insert(key, t.mean_high_pages);
-    }
-    Ok(t.mean_high_pages)
+    MEMO.get_or_try(key, || {
+        let mut pair = f.pair.clone();
+        pair.span_ns = pair.span_ns.min(LIVE_HIGH_MESSAGES * pair.work_ns);
+        let mut w = PcpState::new(kernel, f.limits, f.scale_max)?;
+        w.flags.free_high_batch = f.free_high_batch;
+        let mut r = w.clone();
+        let t = pair.run(&mut w, &mut r)?;
+        Ok(t.mean_high_pages)
+    })
 }
 
 /// A flow's tally through the zone->lock queue.

@@ -79,6 +79,7 @@ use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
 use crate::kernel::config::{configure, KernelConfig, KernelOptions};
 use crate::kernel::version::KernelVersion;
+use crate::memo::Memo;
 use crate::model::lock::{Dist, LockQueue};
 use crate::model::zones::{zone_shares, NodeSpan};
 
@@ -669,8 +670,10 @@ pub const Q_AVG_NS: f64 = 0.0;
 /// `quantity` code of a `calls_per_s` row in [`ZoneLockFit`] data.
 pub const Q_CALLS_PER_S: f64 = 1.0;
 
-type DynKey = (u8, u32, u32);
-type DynCache = std::sync::Mutex<Vec<(DynKey, Vec<(u32, u32, BatchDynamics)>)>>;
+/// A fit model's memo of [`ZoneLockModel::dynamics`], keyed by (scale, procs, nodes used): a
+/// fit evaluates the same few cases for every parameter vector, and the dynamics do not depend
+/// on the parameters.
+type DynCache = Memo<(u8, u32, u32), Vec<(u32, u32, BatchDynamics)>>;
 
 fn cached_dynamics(
     model: &ZoneLockModel,
@@ -679,16 +682,7 @@ fn cached_dynamics(
     scale: u8,
 ) -> Result<Vec<(u32, u32, BatchDynamics)>> {
     let key = (scale, w.procs, w.nodes.nodes_on(&model.machine));
-    if let Ok(c) = cache.lock() {
-        if let Some((_, d)) = c.iter().find(|(k, _)| *k == key) {
-            return Ok(d.clone());
-        }
-    }
-    let d = model.dynamics(w, scale)?;
-    if let Ok(mut c) = cache.lock() {
-        c.push((key, d.clone()));
-    }
-    Ok(d)
+    cache.get_or_try(key, || model.dynamics(w, scale))
 }
 
 fn param_specs(model: &ZoneLockModel) -> Vec<crate::fit::ParamSpec> {

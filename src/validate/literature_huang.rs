@@ -35,6 +35,7 @@
 
 use crate::error::Result;
 use crate::hw::machine::Machine;
+use crate::memo::Memo;
 use crate::model::autotune::{
     lock_outcome, pageset, FlowTally, LockOutcome, PairFlow, ProcessFlow, SeriesState, ZoneLoad,
 };
@@ -250,22 +251,8 @@ fn idx(s: SeriesState) -> usize {
 /// process, keyed by the assumed constants moved on this thread.
 pub fn predictions() -> Result<(Vec<StatePrediction>, Vec<StatePrediction>)> {
     type Both = (Vec<StatePrediction>, Vec<StatePrediction>);
-    static MEMO: std::sync::OnceLock<std::sync::Mutex<Vec<(String, Both)>>> =
-        std::sync::OnceLock::new();
-    let memo = MEMO.get_or_init(Default::default);
-    let key = crate::assumptions::moved_key();
-    if let Some(r) = memo
-        .lock()
-        .ok()
-        .and_then(|m| m.iter().find(|(k, _)| *k == key).map(|(_, r)| r.clone()))
-    {
-        return Ok(r);
-    }
-    let r = predictions_uncached()?;
-    if let Ok(mut m) = memo.lock() {
-        m.push((key, r.clone()));
-    }
-    Ok(r)
+    static MEMO: Memo<String, Both> = Memo::new();
+    MEMO.get_or_try(crate::assumptions::moved_key(), predictions_uncached)
 }
 
 fn predictions_uncached() -> Result<(Vec<StatePrediction>, Vec<StatePrediction>)> {

@@ -55,6 +55,7 @@ use crate::kernel::config::KernelConfig;
 use crate::kernel::layout::ZoneKind;
 use crate::kernel::ops::PcpState;
 use crate::kernel::pageset::{PcpHigh, PcpLimits};
+use crate::memo::Memo;
 use crate::model::hold::HoldSide;
 use crate::model::lock::{ClassShare, HoldAtom, HoldDist, HolderClass, LockQueue, ThinkLaw};
 use crate::model::zones::{zone_shares, NodeSpan};
@@ -271,27 +272,14 @@ pub type LoopRun = (Vec<(u32, u64)>, Vec<(u32, u64)>, LoopTally, PcpState);
 /// evaluation, each leave-one-out refit, each table that reuses another's fit): results are
 /// memoised per process, keyed by both, so a repeat returns the same numbers without stepping.
 pub fn loop_dynamics(cfg: &KernelConfig, node: u32, shape: &LoopShape) -> Result<LoopRun> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
     /// Entries kept before the memo is emptied: far above the distinct runs of `validate` (a
     /// few hundred), so a long sweep cannot grow it without bound.
     const MEMO_CAP: usize = 1 << 14;
-    type Memo = Mutex<HashMap<(PcpState, LoopShape), LoopRun>>;
-    static MEMO: OnceLock<Memo> = OnceLock::new();
+    static MEMO: Memo<(PcpState, LoopShape), LoopRun> = Memo::with_cap(MEMO_CAP);
     let start = cfg.pcp_state(node, ZoneKind::Normal)?;
-    let key = (start, *shape);
-    let memo = MEMO.get_or_init(Memo::default);
-    if let Some(r) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
-        return Ok(r);
-    }
-    let r = loop_dynamics_uncached(key.0.clone(), shape)?;
-    if let Ok(mut m) = memo.lock() {
-        if m.len() >= MEMO_CAP {
-            m.clear();
-        }
-        m.insert(key, r.clone());
-    }
-    Ok(r)
+    MEMO.get_or_try((start.clone(), *shape), || {
+        loop_dynamics_uncached(start, shape)
+    })
 }
 
 /// [`loop_dynamics`] from the pageset's starting state, without the memo.
