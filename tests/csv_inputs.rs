@@ -575,3 +575,42 @@ fn a_two_machine_table_fits_and_validates_per_machine_and_high_is_read() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("kept the 5 of 10 rows"), "{out}");
 }
+
+/// A CSV with no machine column, fitted without --machine, is fitted on the workload's default
+/// machine, and the output says so, naming a built-in machine the file's name mentions (the
+/// shipped thread-000 histograms are named so; T3-slow-zonelock-fit in tests/fixtures/repro).
+#[test]
+fn a_fit_whose_csv_names_no_machine_says_which_machine_it_used() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "skylake-desktop-sweep.csv", ICX);
+    let (code, out, err) = run(
+        &[
+            "fit",
+            "--workload",
+            "netperf-udp",
+            "skylake-desktop-sweep.csv",
+        ],
+        dir.path(),
+    );
+    assert!(code == 0 || code == 1, "{err}");
+    let default = pcpmodel::workload::registry::resolve("netperf-udp")
+        .unwrap()
+        .spec
+        .default_machine
+        .clone();
+    assert!(out.contains(&format!("fitted on {default}")), "{out}");
+    assert!(out.contains("--machine skylake-desktop"), "{out}");
+    // Given --machine, no such note.
+    let (_, out, _) = run(
+        &[
+            "fit",
+            "--workload",
+            "netperf-udp",
+            "skylake-desktop-sweep.csv",
+            "--machine",
+            "icelake-server",
+        ],
+        dir.path(),
+    );
+    assert!(!out.contains("has no machine column"), "{out}");
+}

@@ -188,6 +188,33 @@ pub(crate) fn workload_names<'a>(w: &'a Workload, typed: &'a str) -> Vec<&'a str
 }
 
 /// Runs `pcpmodel fit`.
+/// What a fit says when neither the CSV (a `machine` column) nor `--machine` names the machine:
+/// which machine it used and why, and, when the file's name mentions another built-in machine,
+/// that one (the latencies and capacities of the wrong machine would be fitted around).
+fn unnamed_machine_note(workload: &str, used: &str, path: &std::path::Path) -> String {
+    let mut note = format!(
+        "the CSV has no machine column and --machine was not given: fitted on {used}, the default machine of workload {workload}"
+    );
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let mut named: Vec<&str> = Machine::builtin_names()
+        .into_iter()
+        .filter(|m| *m != used && file.contains(m))
+        .collect();
+    // The longest name that matches (a name may contain another).
+    named.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    match named.first() {
+        Some(m) => note.push_str(&format!(
+            "; the file's name mentions {m}: if these measurements come from it, add --machine {m}"
+        )),
+        None => note
+            .push_str("; give --machine NAME|FILE if these measurements come from another machine"),
+    }
+    note
+}
+
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     pcpmodel::bounds::FIT_STARTS
         .check_flag("--starts", args.starts as f64)
@@ -274,6 +301,13 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let machine_note = match (selected, machine_note) {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
+    };
+    let machine_note = match (&args.machine, ds.tag("machine")) {
+        (None, None) => {
+            let unnamed = unnamed_machine_note(&w.spec.name, &machine.name, &path);
+            Some(machine_note.map_or(unnamed.clone(), |n| format!("{n}; {unnamed}")))
+        }
+        _ => machine_note,
     };
     ds.check_workload(
         &format!("--workload {}", args.workload),
