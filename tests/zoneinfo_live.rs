@@ -217,3 +217,64 @@ fn s12_zero_cpus_per_node_is_refused() {
         .code(2)
         .stderr(predicate::str::contains("--cpus-per-node"));
 }
+
+/// T3-silent-zoneinfo-unread-fields: a value the kernel cannot print in a line the checker does
+/// not read (protection, a counter, start_pfn) passed as "all values match". Each mutant of the
+/// real 6.18 file is now an error naming its line and field.
+#[test]
+fn malformed_fields_the_checker_does_not_read_are_refused_with_their_line() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/zoneinfo/host-6.18.txt"
+    ))
+    .unwrap();
+    assert!(pcpmodel::kernel::zoneinfo::parse_zoneinfo(&text, "host-6.18.txt").is_ok());
+    let mutants: &[(&str, &str, &str)] = &[
+        (
+            "protection: (0, 3018, 3786, 3786, 3786)",
+            "protection: (0, -1, 3786, 3786, 3786)",
+            "protection",
+        ),
+        (
+            "protection: (0, 3018, 3786, 3786, 3786)",
+            "protection: (0, nan, 3786, 3786, 3786)",
+            "protection",
+        ),
+        (
+            "protection: (0, 3018, 3786, 3786, 3786)",
+            "protection: (0, 99999999999999999999999, 3786, 3786, 3786)",
+            "protection",
+        ),
+        (
+            "protection: (0, 3018, 3786, 3786, 3786)",
+            "protection: 0, 3018",
+            "protection",
+        ),
+        ("nr_free_pages 3840", "nr_free_pages abc", "nr_free_pages"),
+        (
+            "nr_free_pages 3840",
+            "nr_free_pages 3840 7",
+            "nr_free_pages",
+        ),
+        (
+            "vm stats threshold: 4",
+            "vm stats threshold: -4",
+            "vm stats threshold",
+        ),
+        (
+            "start_pfn:           1\n",
+            "start_pfn:           -1\n",
+            "start_pfn",
+        ),
+    ];
+    for (from, to, field) in mutants {
+        let (i, _) = text.match_indices(from).next().expect("fixture line");
+        let line = text[..i].lines().count();
+        let bad = text.replacen(from, to, 1);
+        let e = pcpmodel::kernel::zoneinfo::parse_zoneinfo(&bad, "z.txt")
+            .expect_err(to)
+            .to_string();
+        assert!(e.contains(&format!("z.txt:{line}")), "{to}: {e}");
+        assert!(e.contains(field), "{to}: {e}");
+    }
+}

@@ -180,6 +180,36 @@ fn parse_num<T: std::str::FromStr>(text: &str, label: &str, line: usize, field: 
         .map_err(|_| Error::parse(label, line, field, format!("'{t}' is not a valid number")))
 }
 
+/// Checks a `key: value` line the checker does not read: `protection: (a, b, ...)` holds
+/// non-negative integers (`lowmem_reserve[]`, printed with `%ld`, never negative); every other
+/// such line (`vm stats threshold`, `node_unreclaimable`, `start_pfn`, ...) one unsigned number.
+fn check_unread_colon(key: &str, value: &str, label: &str, line: usize) -> Result<()> {
+    if key == "protection" {
+        let inner = value
+            .trim()
+            .strip_prefix('(')
+            .and_then(|v| v.strip_suffix(')'))
+            .ok_or_else(|| {
+                Error::parse(
+                    label,
+                    line,
+                    key,
+                    "expected '(N, N, ...)', one number per zone",
+                )
+            })?;
+        for part in inner.split(',') {
+            parse_num::<u64>(part, label, line, key)?;
+        }
+        return Ok(());
+    }
+    let mut parts = value.split_whitespace();
+    parse_num::<u64>(parts.next().unwrap_or(""), label, line, key)?;
+    if parts.next().is_some() {
+        return Err(Error::parse(label, line, key, "more than one value"));
+    }
+    Ok(())
+}
+
 /// Parses `/proc/zoneinfo` text; `label` names the file in errors.
 pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
     let mut zones: Vec<ZoneBuilder> = Vec::new();
@@ -338,7 +368,9 @@ pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
                 }
                 continue;
             }
-            // protection: (...), vm stats threshold, node_unreclaimable, start_pfn, ...
+            // protection: (...), vm stats threshold, node_unreclaimable, start_pfn, ...: not
+            // read, but a value the kernel cannot print means the text is not a zoneinfo.
+            check_unread_colon(key, value, label, lineno)?;
             continue;
         }
         // "name value" lines: watermarks and geometry, or counters to skip.
@@ -346,6 +378,23 @@ pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
         let (Some(key), value) = (parts.next(), parts.next()) else {
             continue;
         };
+        if !ZONE_FIELDS.contains(&key) {
+            // A counter (nr_free_pages, numa_hit, ...): not read, but the kernel prints each as
+            // one unsigned number.
+            let Some(value) = value else {
+                return Err(Error::parse(
+                    label,
+                    lineno,
+                    key,
+                    "a name without a value (a line cut short: file truncated?)",
+                ));
+            };
+            parse_num::<u64>(value, label, lineno, key)?;
+            if parts.next().is_some() {
+                return Err(Error::parse(label, lineno, key, "more than one value"));
+            }
+            continue;
+        }
         if let Some(f) = ZONE_FIELDS.iter().find(|f| **f == key) {
             if in_pagesets {
                 return Err(Error::parse(
