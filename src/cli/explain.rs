@@ -36,7 +36,7 @@ pub struct Args {
     pub kernel: Option<String>,
     /// pcp->high values for the side-by-side table, pages, comma-separated (default: 0, both
     /// L2s, 2x L2, LLC/2, > LLC). `--highs` is accepted as an alias.
-    #[arg(long = "high", alias = "highs", value_delimiter = ',')]
+    #[arg(long = "high", alias = "highs", value_delimiter = ',', value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
     pub highs: Vec<u32>,
 }
 

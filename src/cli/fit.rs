@@ -108,7 +108,7 @@ pub struct Args {
     #[arg(long, default_value = "relative")]
     pub residual: String,
     /// Number of starts of the multi-start (1..=256).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::FIT_STARTS))]
     pub starts: u64,
     /// Skip the leave-one-out refits.
     #[arg(long, conflicts_with = "loo")]

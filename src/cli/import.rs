@@ -87,7 +87,7 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub unit: Option<UnitArg>,
     /// Keep only the N-th histogram (1-based, in text order).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<usize>(&super::args::ranges::HISTOGRAM_INDEX))]
     pub index: Option<usize>,
     /// Skip unreadable rows (and accept the bucket gaps they leave) with a warning per row on
     /// stderr, instead of stopping with an error. For pasted mail that got mangled.

@@ -16,7 +16,7 @@ pub struct LatencyArgs {
     #[arg(long)]
     pub quick: bool,
     /// Rounds of interleaved trials (default 101, or 25 with --quick).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<usize>(&super::args::ranges::LATENCY_REPEATS))]
     pub repeats: Option<usize>,
     /// Run the whole measurement twice and print each level's difference between the runs and
     /// whether it is within 10 % (exit 1 when one is not); nothing else is printed or written.

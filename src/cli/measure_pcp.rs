@@ -58,21 +58,21 @@ pub struct PcpArgs {
     #[arg(long)]
     pub quick: bool,
     /// Seconds per point (overrides --quick).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<f64>(&super::args::ranges::POINT_SECONDS))]
     pub seconds: Option<f64>,
     /// Repeats of every setting (interleaved).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<usize>(&super::args::ranges::SWEEP_REPEATS))]
     pub repeats: usize,
     /// Settings of vm.percpu_pagelist_high_fraction, comma separated (0 or >= 8); default: 0
     /// and five values aimed at 4 x batch, LLC/8, LLC/2, 2 x LLC and 8 x LLC pages.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::PAGELIST_FRACTION))]
     pub fractions: Option<Vec<u64>>,
     /// netperf-udp and af-unix: sender (writer) and receiver (reader) CPUs (default: a same-LLC
     /// pair).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u32>(&super::args::ranges::CPU_ID))]
     pub cpus: Option<Vec<u32>>,
     /// page-fault: number of processes (default: one per CPU).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&super::args::ranges::MEASURE_TASKS))]
     pub tasks: Option<u32>,
     /// Print the plan and change nothing.
     #[arg(long)]
@@ -106,7 +106,7 @@ pub struct PcpArgs {
     /// like the other sysctl, on every exit path, with its own journal FILE.skb-defer-max).
     /// 0 makes the receiving CPU free every skb itself; above 0 the kernel (TCP 5.19+, UDP
     /// 6.18+) hands a read skb back to the CPU that allocated it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::SKB_DEFER_MAX))]
     pub skb_defer_max: Option<u32>,
     /// The skb_defer_max sysctl file (tests point it at a fake file).
     #[arg(long, default_value = SKB_DEFER_MAX_PATH, hide = true)]

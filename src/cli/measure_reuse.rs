@@ -36,16 +36,16 @@ Examples:
   pcpmodel measure reuse --machine data/host/host-idle-2026-12-01.toml --distances 64,4096,65536")]
 pub struct ReuseArgs {
     /// Writer and reader CPUs (default: a same-LLC pair).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u32>(&super::args::ranges::CPU_ID))]
     pub cpus: Option<Vec<u32>>,
     /// Reuse distances, pages of 4 KiB (rounded up to whole 64 KiB chunks, at least 4 chunks).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u64>(&super::args::ranges::REUSE_DISTANCE))]
     pub distances: Option<Vec<u64>>,
     /// Seconds timed per distance.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = super::args::bounded::<f64>(&super::args::ranges::POINT_SECONDS))]
     pub seconds: f64,
     /// Rounds over the distances (interleaved; the table shows medians).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<usize>(&super::args::ranges::SWEEP_REPEATS))]
     pub repeats: usize,
     /// Machine whose model is shown beside (built-in name or TOML file; default: detected).
     #[arg(long)]

@@ -15,13 +15,13 @@ pub struct MemcgArgs {
     #[arg(long, default_value = "memcg-72cpu")]
     pub machine: String,
     /// MEMCG_CHARGE_BATCH to compare with, 1..=65536 pages (the sweep runs 1..=1024 around it).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::MEMCG_CHARGE_BATCH))]
     pub batch: u32,
     /// cgroup hierarchy depth below the root, 0..=64.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::CGROUP_DEPTH))]
     pub cgroup_depth: u32,
     /// netperf instances (each a sender and a receiver CPU: at most half the machine's CPUs).
-    #[arg(long, default_value_t = 36)]
+    #[arg(long, default_value_t = 36, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::TASKS))]
     pub instances: u32,
 }
 
