@@ -163,8 +163,9 @@ pub struct PcpKnobArgs {
     /// Allocation order (default: the workload file's op.order).
     #[arg(long, value_parser = bounded::<u8>(&pcpmodel::bounds::ORDER))]
     pub order: Option<u8>,
-    /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count).
-    #[arg(long, visible_aliases = ["threads", "procs", "instances"], value_parser = bounded::<u32>(&pcpmodel::bounds::TASKS))]
+    /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count). Older
+    /// spellings: --threads, --procs, --instances.
+    #[arg(long, aliases = ["threads", "procs", "instances"], value_parser = bounded::<u32>(&pcpmodel::bounds::TASKS))]
     pub tasks: Option<u32>,
     /// NUMA nodes the tasks run on: 1, all (spread evenly) or cores (one per core, node 0's
     /// cores first: will-it-scale's placement).

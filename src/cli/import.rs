@@ -71,7 +71,7 @@ Bucket bounds are inclusive ns; usecs/msecs buckets are widened to whole units
 
 Examples:
   pcpmodel import funclatency paste.txt --index 1 > hist.csv
-  pcpmodel fit --model zone-lock --data hist.csv --residual absolute
+  pcpmodel fit --workload zone-lock --data hist.csv --residual absolute
   pcpmodel import funclatency reply.eml --lenient --format table
   sudo bpftrace lat.bt | pcpmodel import bpftrace - --unit us --index 1
   pcpmodel import perf-lock contention.txt --format json")]

@@ -25,7 +25,7 @@ Examples:
   pcpmodel predict --workload lmbench-af-unix --machine epyc-7w83 --placement cross-llc
   pcpmodel predict --workload memcg-netperf --charge-batch 32
   pcpmodel predict --workload memcg-netperf-cgroups --kernel 6.16 --memcgs 6
-  pcpmodel predict --workload page-bench --threads 88 --numa-stat 0
+  pcpmodel predict --workload page-bench --tasks 88 --numa-stat 0
   pcpmodel predict --workload page-fault1 --high-order-pcp false
   pcpmodel predict --workload my-workload.toml --order 2")]
 pub struct Args {

@@ -24,7 +24,7 @@ pub struct CaseArgs {
     #[arg(long, default_value = "mmap-fill")]
     pub workload: String,
     /// Parallel tasks, one per CPU (default: the workload's count).
-    #[arg(long, alias = "procs", value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::TASKS))]
+    #[arg(long, aliases = ["procs", "threads", "instances"], value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::TASKS))]
     pub tasks: Option<u32>,
     /// NUMA nodes the tasks run on: 1 (node 0) or all (default: the workload's).
     #[arg(long)]
@@ -116,7 +116,7 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
         .map_err(anyhow::Error::msg)?;
     if let Some(t) = c.tasks {
         pcpmodel::bounds::TASKS
-            .check_flag("--tasks (--procs)", f64::from(t))
+            .check_flag("--tasks", f64::from(t))
             .map_err(anyhow::Error::msg)?;
     }
     if let Some(n) = &c.nodes {
@@ -138,6 +138,9 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
         ..Knobs::default()
     };
     knobs.check()?;
+    if let Some(h) = c.high {
+        pcpmodel::workload::sweep::check_high("--high", h, &machine, kernel)?;
+    }
     let case = alloc_loop::lock_case(&workload.spec, &machine, &knobs)?;
     Ok(Solved {
         span: case.nodes,
