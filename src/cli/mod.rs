@@ -154,7 +154,7 @@ pub enum Command {
         #[command(subcommand)]
         what: MeasureWhat,
     },
-    /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
+    /// A measured sweep (`measure pcp --output`) beside the blind prediction, then fitted.
     Compare(compare::Args),
     /// A kmem tracepoint trace of the host kernel (tools/trace_pcp_flow.py --json) beside the
     /// model's kernel rules over the same flow: refills and drains per write, their sizes.
@@ -258,7 +258,17 @@ pub fn command() -> clap::Command {
 /// Parses the command line and runs the subcommand.
 pub fn run() -> anyhow::Result<ExitCode> {
     let mut cmd = command();
-    let matches = cmd.clone().get_matches();
+    let matches = match cmd.clone().try_get_matches() {
+        Ok(m) => m,
+        // A numeric flag out of its range (args::bounded): "Error: --flag V: why", exit 2, like
+        // every other bad input (main prints it), instead of clap's usage block.
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            anyhow::bail!("{}", first.strip_prefix("error: ").unwrap_or(first))
+        }
+        Err(e) => e.exit(),
+    };
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
         .unwrap_or_else(|e| e.format(&mut cmd).exit());
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
