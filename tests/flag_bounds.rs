@@ -23,7 +23,7 @@ fn err_of(args: &[&str]) -> String {
 fn h3_memcg_batch_of_2_pow_32_is_refused_not_42_seconds() {
     let e = err_of(&["memcg", "--batch", "4294967295"]);
     assert!(
-        e.contains("--batch 4294967295") && e.contains("1..=65536"),
+        e.contains("--charge-batch 4294967295") && e.contains("1..=65536"),
         "{e}"
     );
 }
@@ -31,7 +31,7 @@ fn h3_memcg_batch_of_2_pow_32_is_refused_not_42_seconds() {
 #[test]
 fn s12_flags_out_of_their_physical_range_name_the_flag() {
     for (args, flag) in [
-        (&["memcg", "--instances", "1000"][..], "--instances 1000"),
+        (&["memcg", "--instances", "1000"][..], "--tasks 1000"),
         (
             &[
                 "kernel",

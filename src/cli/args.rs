@@ -155,28 +155,29 @@ pub fn workloads_help() -> String {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PcpKnobArgs {
     /// pcp->batch, pages (default: the kernel's).
-    #[arg(long)]
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_BATCH_PAGES))]
     pub batch: Option<u32>,
     /// The free_high trigger threshold, pages of free_count (default: the kernel's rule).
-    #[arg(long)]
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::FREE_HIGH_THRESHOLD))]
     pub free_high_threshold: Option<u32>,
     /// Allocation order (default: the workload file's op.order).
-    #[arg(long)]
+    #[arg(long, value_parser = bounded::<u8>(&pcpmodel::bounds::ORDER))]
     pub order: Option<u8>,
-    /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count).
-    #[arg(long, visible_aliases = ["threads", "procs", "instances"])]
+    /// Tasks, or sender/receiver pairs (default: the workload file's tasks.count). Older
+    /// spellings: --threads, --procs, --instances.
+    #[arg(long, aliases = ["threads", "procs", "instances"], value_parser = bounded::<u32>(&pcpmodel::bounds::TASKS))]
     pub tasks: Option<u32>,
     /// NUMA nodes the tasks run on: 1, all (spread evenly) or cores (one per core, node 0's
     /// cores first: will-it-scale's placement).
     #[arg(long)]
     pub nodes: Option<String>,
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels that have it: 6.7 on).
-    #[arg(long)]
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_BATCH_SCALE_MAX))]
     pub scale_max: Option<u32>,
     /// net.core.skb_defer_max (socket workloads; default the kernel's 64): with a value above 0,
     /// TCP from 5.19 and UDP from 6.18 hand a read skb back to the CPU that allocated it, so the
     /// sender frees its own pages; 0 makes the receiver free them.
-    #[arg(long)]
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::SKB_DEFER_MAX))]
     pub skb_defer_max: Option<u32>,
     /// A workload parameter (the file's [params] table) set for this run, e.g.
     /// --param receiver_free_share=0.45 (repeatable; `pcpmodel workloads` lists each kind's).
@@ -222,4 +223,151 @@ impl PcpKnobArgs {
         k.tasks = self.tasks.or(k.tasks);
         Ok(())
     }
+}
+
+// ----- numeric flags -------------------------------------------------------------------------
+
+/// A number type a flag can hold, converted from the checked `f64`.
+pub trait FlagNumber: Copy + Send + Sync + 'static {
+    /// `v`, already checked to be in the flag's range (whole when the range is).
+    fn from_checked(v: f64) -> Option<Self>;
+}
+
+macro_rules! flag_number_int {
+    ($($t:ty),*) => {$(
+        impl FlagNumber for $t {
+            fn from_checked(v: f64) -> Option<Self> {
+                // In range and whole: exact in f64 for every range here (all below 2^53).
+                <$t>::try_from(v as i128).ok()
+            }
+        }
+    )*};
+}
+flag_number_int!(u8, u16, u32, u64, usize);
+
+impl FlagNumber for f64 {
+    fn from_checked(v: f64) -> Option<Self> {
+        Some(v)
+    }
+}
+
+/// The value parser of a numeric flag: the text is read as a number (a negative one too, so
+/// `--high -1` reaches it instead of being taken for a flag) and checked against `range`; a
+/// value outside it is an error naming the flag, the value and the accepted range, exit 2.
+/// Checks that need the machine (a `--high` above what the kernel can set, `--tasks` above the
+/// CPUs) come after parsing, in the command.
+#[derive(Clone, Copy)]
+pub struct Bounded<T> {
+    range: &'static pcpmodel::bounds::Range,
+    _t: std::marker::PhantomData<fn() -> T>,
+}
+
+/// A [`Bounded`] parser for `range`.
+pub fn bounded<T: FlagNumber>(range: &'static pcpmodel::bounds::Range) -> Bounded<T> {
+    Bounded {
+        range,
+        _t: std::marker::PhantomData,
+    }
+}
+
+impl<T: FlagNumber> Bounded<T> {
+    /// The checked value of `text`, or the message saying what is wrong (`flag` names it).
+    pub fn check(&self, flag: &str, text: &str) -> Result<T, String> {
+        let r = self.range;
+        let t = text.trim();
+        let v: f64 = t.parse().map_err(|_| {
+            format!(
+                "{flag} {t}: not a number ({} takes {}{}: {})",
+                r.what,
+                if r.integer { "a whole number " } else { "" },
+                r.span(),
+                r.why
+            )
+        })?;
+        if let Some(m) = r.problem(v) {
+            return Err(format!("{flag} {t}: {m}"));
+        }
+        T::from_checked(v).ok_or_else(|| format!("{flag} {t}: outside {}", r.span()))
+    }
+}
+
+impl<T: FlagNumber> clap::builder::TypedValueParser for Bounded<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long().map(|l| format!("--{l}")))
+            .unwrap_or_else(|| "a numeric argument".to_string());
+        self.check(&flag, &value.to_string_lossy()).map_err(|m| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, m).format(&mut cmd.clone())
+        })
+    }
+}
+
+/// CLI-only ranges: flags of the host measurements and of `import`, whose limits are the
+/// commands' own (run time, the size of a paste) rather than the kernel's or the hardware's.
+pub mod ranges {
+    use pcpmodel::bounds::Range;
+
+    /// `measure latency --repeats`.
+    pub const LATENCY_REPEATS: Range = Range::int(
+        "rounds",
+        1.0,
+        1000.0,
+        "",
+        "a round takes tens of milliseconds; the medians settle within a hundred",
+    );
+    /// `measure pcp --repeats` and `measure reuse --repeats`.
+    pub const SWEEP_REPEATS: Range = Range::int(
+        "repeats",
+        1.0,
+        100.0,
+        "",
+        "each repeat runs every setting for --seconds; more than 100 would run for days",
+    );
+    /// `measure pcp --seconds` and `measure reuse --seconds`: one point's run.
+    pub const POINT_SECONDS: Range = Range::real(
+        "a point's run",
+        0.001,
+        600.0,
+        "s",
+        "below a millisecond the run measures the clock; above ten minutes a sweep runs for days",
+    );
+    /// A CPU number (`--cpus`).
+    pub const CPU_ID: Range = Range::int(
+        "a CPU number",
+        0.0,
+        8191.0,
+        "",
+        "CONFIG_NR_CPUS is at most 8192 on x86-64 (MAXSMP), numbered from 0",
+    );
+    /// `measure pcp --tasks`: page-fault processes.
+    pub const MEASURE_TASKS: Range = Range::int(
+        "the number of tasks",
+        1.0,
+        4_194_304.0,
+        "",
+        "page-fault tasks are processes; PID_MAX_LIMIT is 2^22",
+    );
+    /// `measure reuse --distances`, pages.
+    pub const REUSE_DISTANCE: Range = Range::int(
+        "a reuse distance",
+        1.0,
+        16_777_216.0,
+        "pages",
+        "a distance is at least one page; the ring is allocated, and 2^24 pages is 64 GiB",
+    );
+    /// `import --index`.
+    pub const HISTOGRAM_INDEX: Range = Range::int(
+        "a histogram's number",
+        1.0,
+        1_000_000.0,
+        "",
+        "histograms are numbered from 1 in the order the text holds them",
+    );
 }

@@ -22,13 +22,22 @@ then fitted; the page-fault loop (will-it-scale-page-fault1, or data/host/host-p
 for the host's 16 MiB region) through `predict --high` at each setting, with nothing fitted.
 
 Example:
-  pcpmodel measure pcp --workload netperf-udp --skb-defer-max 0 --out sweep.csv
+  pcpmodel measure pcp --workload netperf-udp --skb-defer-max 0 --output sweep.csv
   pcpmodel compare sweep.csv --machine host.toml --workload netperf-udp
   pcpmodel compare data/host/page-fault.csv --machine data/host/host-idle-2026-12-01.toml \
     --workload data/host/host-page-fault.toml")]
 pub struct Args {
-    /// The CSV `pcpmodel measure pcp --out` writes (columns pcp_high_pages, score).
-    pub measured: PathBuf,
+    /// The CSV `pcpmodel measure pcp --output` writes (columns pcp_high_pages, score); or give
+    /// it with --data.
+    #[arg(value_name = "MEASURED.csv", required_unless_present = "data_flag")]
+    pub measured: Option<PathBuf>,
+    /// The measured CSV (the positional argument's flag form, as `fit` and `validate` take it).
+    #[arg(
+        long = "data",
+        value_name = "MEASURED.csv",
+        conflicts_with = "measured"
+    )]
+    pub data_flag: Option<PathBuf>,
     /// Machine (built-in name or TOML file, e.g. from `measure latency --toml`).
     #[arg(long)]
     pub machine: String,
@@ -75,8 +84,13 @@ fn csv_workload(text: &str) -> Option<String> {
 /// Runs `pcpmodel compare`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let machine = Machine::resolve(&args.machine)?;
-    let label = args.measured.display().to_string();
-    let text = pcpmodel::input::read_text(&args.measured, &label, pcpmodel::input::MAX_CSV_BYTES)?;
+    let measured = args
+        .measured
+        .clone()
+        .or_else(|| args.data_flag.clone())
+        .ok_or_else(|| anyhow::anyhow!("give the measured CSV (MEASURED.csv or --data FILE)"))?;
+    let label = measured.display().to_string();
+    let text = pcpmodel::input::read_text(&measured, &label, pcpmodel::input::MAX_CSV_BYTES)?;
     let workload = match &args.workload {
         Some(w) => model_workload(w).to_string(),
         None => csv_workload(&text)

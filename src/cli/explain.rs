@@ -36,7 +36,7 @@ pub struct Args {
     pub kernel: Option<String>,
     /// pcp->high values for the side-by-side table, pages, comma-separated (default: 0, both
     /// L2s, 2x L2, LLC/2, > LLC). `--highs` is accepted as an alias.
-    #[arg(long = "high", alias = "highs", value_delimiter = ',')]
+    #[arg(long = "high", alias = "highs", value_delimiter = ',', value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
     pub highs: Vec<u32>,
 }
 
@@ -65,19 +65,11 @@ fn compute(args: &Args) -> anyhow::Result<Explanation> {
         }
     }
     let kernel = kernel_arg(&args.kernel, w.spec.reference_kernel()?)?;
+    // A pcp->high given by hand is one both machines' kernels can set (the one check of
+    // every command taking --high).
     for h in &args.highs {
-        pcpmodel::bounds::PCP_HIGH_PAGES
-            .check_flag("--high", f64::from(*h))
-            .map_err(anyhow::Error::msg)?;
-        // One CPU's list cannot hold more pages than the machine has.
         for m in [&a, &b] {
-            let pages = m.total_mib().saturating_mul(256);
-            if u64::from(*h) > pages {
-                anyhow::bail!(
-                    "--high {h}: more pages than {} has ({pages} pages of 4 KiB)",
-                    m.name
-                );
-            }
+            pcpmodel::workload::sweep::check_high("--high", *h, m, kernel)?;
         }
     }
     let mut highs = args.highs.clone();

@@ -37,7 +37,7 @@ workload file gets (--generic forces it):
               the NUMA span and the placement are the workload file's.
   target      the one column named like an output of the prediction: ns_per_op,
               throughput_per_task, throughput_total, or a kind output (score, ...)
-              A `measure pcp --out` sweep is read as it is: pcp_high_pages is the knob high,
+              A `measure pcp --output` sweep is read as it is: pcp_high_pages is the knob high,
               a netperf-udp score (Mbit/s received) the output throughput_mbps.
 Columns label, name, machine and note are not read (a thread's own fit also accepts the other
 columns of its thread's tables, e.g. high_label, annotation, and a `measure pcp` sweep's);
@@ -65,8 +65,8 @@ Exit status: 0 converged; 1 the fit did not converge (the report says why); 2 ba
 Examples:
   pcpmodel data 004_netperf_pcp_high --format csv | grep -e pcp_high -e icelake > icx.csv
   pcpmodel fit --workload netperf-udp icx.csv --machine icelake-server
-  pcpmodel fit --model netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines
-  pcpmodel measure pcp --workload netperf-udp --out sweep.csv
+  pcpmodel fit --workload netperf-pcp-high --data my.csv --machine host.toml --free mlp_lines
+  pcpmodel measure pcp --workload netperf-udp --output sweep.csv
   pcpmodel fit --workload my-loop.toml sweep.csv --generic --free op.work.ns --machine host.toml",
         workloads_help()
     )
@@ -79,7 +79,7 @@ pub struct Args {
     /// Workload to fit: a built-in name or alias (`--model` is the older spelling: the thread
     /// models netperf-pcp-high, memcg-netperf, page-bench, page-fault1, zone-lock), or a path to a
     /// workload TOML file.
-    #[arg(long, visible_alias = "model", value_name = "NAME|FILE")]
+    #[arg(long, alias = "model", value_name = "NAME|FILE")]
     pub workload: String,
     /// CSV file with the measurements (or give it with --data).
     #[arg(value_name = "DATA.csv", required_unless_present = "data_flag")]
@@ -108,7 +108,7 @@ pub struct Args {
     #[arg(long, default_value = "relative")]
     pub residual: String,
     /// Number of starts of the multi-start (1..=256).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::FIT_STARTS))]
     pub starts: u64,
     /// Skip the leave-one-out refits.
     #[arg(long, conflicts_with = "loo")]
@@ -138,7 +138,7 @@ fn native_fit(w: &Workload, machine: &Machine) -> anyhow::Result<Option<NativeFi
 /// The columns a kind's own fit accepts without reading them: those of its thread's built-in
 /// tables that hold the fit's columns (`data NAME --format csv` output fits as it is: e.g.
 /// thread 004's `high_label`, `annotation`), and for a fit of `pcp_high_pages` and `score` the
-/// further columns `measure pcp --out` writes ([`SWEEP_COLUMNS`]).
+/// further columns `measure pcp --output` writes ([`SWEEP_COLUMNS`]).
 fn native_extra_columns(w: &Workload, model: &dyn FitModel) -> Vec<String> {
     let needed: Vec<String> = model
         .inputs()

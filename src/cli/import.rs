@@ -71,7 +71,7 @@ Bucket bounds are inclusive ns; usecs/msecs buckets are widened to whole units
 
 Examples:
   pcpmodel import funclatency paste.txt --index 1 > hist.csv
-  pcpmodel fit --model zone-lock --data hist.csv --residual absolute
+  pcpmodel fit --workload zone-lock --data hist.csv --residual absolute
   pcpmodel import funclatency reply.eml --lenient --format table
   sudo bpftrace lat.bt | pcpmodel import bpftrace - --unit us --index 1
   pcpmodel import perf-lock contention.txt --format json")]
@@ -87,7 +87,7 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub unit: Option<UnitArg>,
     /// Keep only the N-th histogram (1-based, in text order).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<usize>(&super::args::ranges::HISTOGRAM_INDEX))]
     pub index: Option<usize>,
     /// Skip unreadable rows (and accept the bucket gaps they leave) with a warning per row on
     /// stderr, instead of stopping with an error. For pasted mail that got mangled.

@@ -37,23 +37,23 @@ pub struct Args {
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
     /// vm.percpu_pagelist_high_fraction (5.14+): 0 (default) or >= 8.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PAGELIST_FRACTION))]
     pub percpu_pagelist_high_fraction: u32,
     /// vm.percpu_pagelist_fraction (<= 5.13): 0 (default) or >= 8.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PAGELIST_FRACTION))]
     pub percpu_pagelist_fraction: u32,
     /// THP mode (always and madvise let khugepaged raise min_free_kbytes).
     #[arg(long, value_enum, default_value_t = ThpArg::Always)]
     pub thp: ThpArg,
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..6 (6.7+, default 5; 6.6 only with the stable backport).
     /// `--pcp-batch-scale-max` is accepted as an alias.
-    #[arg(long = "scale-max", alias = "pcp-batch-scale-max")]
+    #[arg(long = "scale-max", alias = "pcp-batch-scale-max", value_parser = super::args::bounded::<u8>(&pcpmodel::bounds::PCP_BATCH_SCALE_MAX))]
     pub pcp_batch_scale_max: Option<u8>,
     /// vm.watermark_scale_factor (default 10).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::WATERMARK_SCALE_FACTOR))]
     pub watermark_scale_factor: u64,
     /// vm.min_free_kbytes set by hand (default: computed as at boot).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::MIN_FREE_KBYTES))]
     pub min_free_kbytes: Option<u64>,
 }
 

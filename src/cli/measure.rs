@@ -16,18 +16,19 @@ pub struct LatencyArgs {
     #[arg(long)]
     pub quick: bool,
     /// Rounds of interleaved trials (default 101, or 25 with --quick).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<usize>(&super::args::ranges::LATENCY_REPEATS))]
     pub repeats: Option<usize>,
     /// Run the whole measurement twice and print each level's difference between the runs and
     /// whether it is within 10 % (exit 1 when one is not); nothing else is printed or written.
-    #[arg(long, conflicts_with_all = ["toml", "save_toml"])]
+    #[arg(long, conflicts_with_all = ["toml", "output"])]
     pub repeat_check: bool,
     /// Print only the detected machine with the measured latencies as a machine file (TOML).
     #[arg(long)]
     pub toml: bool,
-    /// Also write that machine file here (the report still goes to stdout).
-    #[arg(long, value_name = "FILE")]
-    pub save_toml: Option<PathBuf>,
+    /// Also write that machine file here (the report still goes to stdout). Older spelling:
+    /// --save-toml.
+    #[arg(short = 'o', long, alias = "save-toml", value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Root of the sysfs/proc tree describing the host (the measurement itself always runs here).
     #[arg(long, default_value = "/", hide = true)]
     pub root: PathBuf,
@@ -80,7 +81,7 @@ pub fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode
     let report = run("")?;
     let mut notes = report.notes.clone();
     let applied = report.apply_to(&mut machine);
-    if args.toml || args.save_toml.is_some() {
+    if args.toml || args.output.is_some() {
         let set = match &applied {
             Ok(s) => s.clone(),
             Err(e) => anyhow::bail!("the measured values do not make a valid machine: {e}"),
@@ -110,7 +111,7 @@ pub fn run_latency(args: LatencyArgs, format: Format) -> anyhow::Result<ExitCode
             }
         );
         text.push_str(&machine.to_toml_string()?);
-        if let Some(path) = &args.save_toml {
+        if let Some(path) = &args.output {
             std::fs::write(path, &text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         }

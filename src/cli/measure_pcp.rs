@@ -40,12 +40,12 @@ interleaved. The original value is written back at the end, on an error, on SIGI
 a panic; after a SIGKILL the journal (--journal) lets the next run (or --recover) write it back.
 Needs root; --dry-run prints the plan without changing anything.
 
-Output: with --out FILE, the CSV `pcpmodel fit --model netperf-pcp-high --data FILE` reads
+Output: with --output FILE, the CSV `pcpmodel fit --workload netperf-pcp-high --data FILE` reads
 (pcp_high_pages, score, and the spread). Exit status: 0 done; 2 error or interrupted.
 
 Examples:
   pcpmodel measure pcp --workload netperf-udp --dry-run
-  pcpmodel measure pcp --workload netperf-udp --out sweep.csv
+  pcpmodel measure pcp --workload netperf-udp --output sweep.csv
   pcpmodel measure pcp --workload af-unix --fractions 0 --repeats 5
   pcpmodel measure pcp --workload page-fault --tasks 2 --quick")]
 pub struct PcpArgs {
@@ -58,28 +58,28 @@ pub struct PcpArgs {
     #[arg(long)]
     pub quick: bool,
     /// Seconds per point (overrides --quick).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<f64>(&super::args::ranges::POINT_SECONDS))]
     pub seconds: Option<f64>,
     /// Repeats of every setting (interleaved).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<usize>(&super::args::ranges::SWEEP_REPEATS))]
     pub repeats: usize,
     /// Settings of vm.percpu_pagelist_high_fraction, comma separated (0 or >= 8); default: 0
     /// and five values aimed at 4 x batch, LLC/8, LLC/2, 2 x LLC and 8 x LLC pages.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::PAGELIST_FRACTION))]
     pub fractions: Option<Vec<u64>>,
     /// netperf-udp and af-unix: sender (writer) and receiver (reader) CPUs (default: a same-LLC
     /// pair).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u32>(&super::args::ranges::CPU_ID))]
     pub cpus: Option<Vec<u32>>,
     /// page-fault: number of processes (default: one per CPU).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&super::args::ranges::MEASURE_TASKS))]
     pub tasks: Option<u32>,
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Write the fit CSV here.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// Write the fit CSV here. Older spelling: --out.
+    #[arg(short = 'o', long, alias = "out", value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Write every point (run order, with the sender-receiver c2c latency) here as CSV.
     #[arg(long, value_name = "FILE")]
     pub raw: Option<PathBuf>,
@@ -106,7 +106,7 @@ pub struct PcpArgs {
     /// like the other sysctl, on every exit path, with its own journal FILE.skb-defer-max).
     /// 0 makes the receiving CPU free every skb itself; above 0 the kernel (TCP 5.19+, UDP
     /// 6.18+) hands a read skb back to the CPU that allocated it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::SKB_DEFER_MAX))]
     pub skb_defer_max: Option<u32>,
     /// The skb_defer_max sysctl file (tests point it at a fake file).
     #[arg(long, default_value = SKB_DEFER_MAX_PATH, hide = true)]
@@ -117,7 +117,7 @@ pub struct PcpArgs {
     #[arg(long)]
     pub all_placements: bool,
     /// Run nothing: summarise the points of an earlier sweep (the CSV --raw wrote) into the fit
-    /// CSV (--out) and the table. Needs no root.
+    /// CSV (--output) and the table. Needs no root.
     #[arg(long, value_name = "RAW_CSV")]
     pub from_raw: Option<PathBuf>,
 }
@@ -203,7 +203,7 @@ fn from_raw(args: &PcpArgs, raw: &std::path::Path, format: Format) -> anyhow::Re
     if let Some(f) = &filter {
         notes.push(format!("{}.", f.describe()));
     }
-    if let Some(out) = &args.out {
+    if let Some(out) = &args.output {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
         notes.push(format!("Fit CSV written to {}.", out.display()));
     }
@@ -558,7 +558,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         filter.as_ref(),
         args.skb_defer_max,
     );
-    if let Some(out) = &args.out {
+    if let Some(out) = &args.output {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
     }
     if let Some(raw) = &args.raw {
@@ -599,9 +599,9 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    if let Some(out) = &args.out {
+    if let Some(out) = &args.output {
         notes.push(format!(
-            "Fit CSV written to {} (pcpmodel fit --model netperf-pcp-high --data {}).",
+            "Fit CSV written to {} (pcpmodel fit --workload netperf-pcp-high --data {}).",
             out.display(),
             out.display()
         ));

@@ -32,20 +32,20 @@ domain. Give distances inside the L2, inside the LLC and beyond it (the defaults
 
 Examples:
   pcpmodel measure reuse --seconds 0.2
-  pcpmodel measure reuse --realtime --repeats 10 --machine data/host/host-idle-2026-12-01.toml --save-toml host-reuse.toml
+  pcpmodel measure reuse --realtime --repeats 10 --machine data/host/host-idle-2026-12-01.toml --output host-reuse.toml
   pcpmodel measure reuse --machine data/host/host-idle-2026-12-01.toml --distances 64,4096,65536")]
 pub struct ReuseArgs {
     /// Writer and reader CPUs (default: a same-LLC pair).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u32>(&super::args::ranges::CPU_ID))]
     pub cpus: Option<Vec<u32>>,
     /// Reuse distances, pages of 4 KiB (rounded up to whole 64 KiB chunks, at least 4 chunks).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u64>(&super::args::ranges::REUSE_DISTANCE))]
     pub distances: Option<Vec<u64>>,
     /// Seconds timed per distance.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = super::args::bounded::<f64>(&super::args::ranges::POINT_SECONDS))]
     pub seconds: f64,
     /// Rounds over the distances (interleaved; the table shows medians).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<usize>(&super::args::ranges::SWEEP_REPEATS))]
     pub repeats: usize,
     /// Machine whose model is shown beside (built-in name or TOML file; default: detected).
     #[arg(long)]
@@ -58,9 +58,10 @@ pub struct ReuseArgs {
     /// `reuse_ns_per_page` (private, LLC, DRAM) added: the model then prices reuse with them.
     #[arg(long)]
     pub toml: bool,
-    /// Also write that machine file here (the report still goes to stdout).
-    #[arg(long, value_name = "FILE")]
-    pub save_toml: Option<std::path::PathBuf>,
+    /// Also write that machine file here (the report still goes to stdout). Older spelling:
+    /// --save-toml.
+    #[arg(short = 'o', long, alias = "save-toml", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// Runs `pcpmodel measure reuse`.
@@ -266,7 +267,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             ]);
         }
     }
-    if args.toml || args.save_toml.is_some() {
+    if args.toml || args.output.is_some() {
         let f = levels
             .as_ref()
             .map_err(|e| anyhow::anyhow!("no reuse costs to write: {e}"))?;
@@ -300,7 +301,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             if args.realtime { " --realtime" } else { "" },
             m.to_toml_string()?
         );
-        if let Some(path) = &args.save_toml {
+        if let Some(path) = &args.output {
             std::fs::write(path, &text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         }

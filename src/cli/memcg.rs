@@ -14,15 +14,18 @@ pub struct MemcgArgs {
     /// Machine: built-in name or TOML file.
     #[arg(long, default_value = "memcg-72cpu")]
     pub machine: String,
-    /// MEMCG_CHARGE_BATCH to compare with, 1..=65536 pages (the sweep runs 1..=1024 around it).
-    #[arg(long, default_value_t = 64)]
+    /// MEMCG_CHARGE_BATCH to compare with, 1..=65536 pages (the sweep runs 1..=1024 around it);
+    /// `predict --charge-batch` is the same knob. Older spelling: --batch.
+    #[arg(long = "charge-batch", alias = "batch", default_value_t = 64, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::MEMCG_CHARGE_BATCH))]
     pub batch: u32,
-    /// cgroup hierarchy depth below the root, 0..=64.
-    #[arg(long, default_value_t = 3)]
+    /// cgroup hierarchy depth below the root, 1..=64.
+    #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::CGROUP_DEPTH))]
     pub cgroup_depth: u32,
     /// netperf instances (each a sender and a receiver CPU: at most half the machine's CPUs).
-    #[arg(long, default_value_t = 36)]
-    pub instances: u32,
+    /// Default: thread 001's 36, or half the machine's CPUs where it has fewer than 72. Older
+    /// spelling: --instances.
+    #[arg(long = "tasks", aliases = ["instances", "threads", "procs"], value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::TASKS))]
+    pub instances: Option<u32>,
 }
 
 /// Checks the memcg flags against their physical ranges (src/bounds.rs): the batch, the depth,
@@ -37,7 +40,7 @@ fn memcg_flags(
     let e = anyhow::Error::msg;
     if let Some(b) = batch {
         bounds::MEMCG_CHARGE_BATCH
-            .check_flag("--batch", f64::from(b))
+            .check_flag("--charge-batch", f64::from(b))
             .map_err(e)?;
     }
     if let Some(d) = depth {
@@ -47,12 +50,12 @@ fn memcg_flags(
     }
     if let Some(i) = instances {
         bounds::TASKS
-            .check_flag("--instances", f64::from(i))
+            .check_flag("--tasks", f64::from(i))
             .map_err(e)?;
         let cpus = machine.cpus();
         if u64::from(i) * 2 > u64::from(cpus) {
             anyhow::bail!(
-                "--instances {i}: each netperf instance needs a sender and a receiver CPU, and {} has {cpus} CPUs (at most {} instances)",
+                "--tasks {i}: each netperf instance needs a sender and a receiver CPU, and {} has {cpus} CPUs (at most {} instances)",
                 machine.name,
                 cpus / 2
             );
@@ -66,6 +69,9 @@ fn memcg_flags(
 fn memcg_params() -> anyhow::Result<Vec<f64>> {
     Ok(t001::calibrated_params()?.0)
 }
+
+/// `memcg --instances` by default: thread 001's netperf instances on its 72-CPU machine.
+const DEFAULT_INSTANCES: u32 = 36;
 
 /// A doubling that gains less than this, percent, counts as flat in `memcg`'s summary line.
 const FLAT_GAIN_PCT: f64 = 5.0;
@@ -92,9 +98,14 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
         &machine,
         Some(args.batch),
         Some(args.cgroup_depth),
-        Some(args.instances),
+        args.instances,
     )?;
-    let model = MemcgModel::new(&machine, args.instances, args.cgroup_depth)?;
+    // The default fits the machine, as `latency` clamps its default tasks to the CPUs: thread
+    // 001's 36 instances need 72 CPUs (issue 35, T3-memcg-default-instances).
+    let instances = args
+        .instances
+        .unwrap_or_else(|| DEFAULT_INSTANCES.min(machine.cpus() / 2).max(1));
+    let model = MemcgModel::new(&machine, instances, args.cgroup_depth)?;
     let p = memcg_params()?;
     let mut batches: Vec<u32> = (0..=10).map(|i| 1u32 << i).collect();
     if !batches.contains(&args.batch) {
@@ -111,7 +122,7 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     ])
     .titled(format!(
         "memcg charge batching on {}, {} instances, depth {}",
-        machine.name, args.instances, args.cgroup_depth
+        machine.name, instances, args.cgroup_depth
     ));
     let mut json_rows = Vec::new();
     let mut prev: Option<f64> = None;
@@ -142,14 +153,14 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     let flat_at = flattens_at(&doublings, FLAT_GAIN_PCT);
     let json = serde_json::json!({
         "machine": machine.name,
-        "instances": args.instances,
+        "instances": instances,
         "cgroup_depth": args.cgroup_depth,
         "parameters": p,
         "sweep": json_rows,
         "flattens_at_batch": flat_at,
         "flat_gain_pct": FLAT_GAIN_PCT,
     });
-    let notes = vec![
+    let mut notes = vec![
         format!(
             "parameters: fixed_ns_per_page {:.0} ns (root-memcg run), transfer_scale {:.2} (fitted to 6.0-rc1 at batch 32), ack_uncharge_on_sender {} (held)",
             p[0], p[1], p[2]
@@ -166,6 +177,14 @@ pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
             ),
         },
     ];
+    if args.instances.is_none() && instances < DEFAULT_INSTANCES {
+        notes.push(format!(
+            "instances: {instances}, half of {}'s {} CPUs (the default, thread 001's {DEFAULT_INSTANCES}, needs {} CPUs); --tasks sets it",
+            machine.name,
+            machine.cpus(),
+            2 * DEFAULT_INSTANCES
+        ));
+    }
     super::emit(
         &Report {
             json,

@@ -154,7 +154,7 @@ pub enum Command {
         #[command(subcommand)]
         what: MeasureWhat,
     },
-    /// A measured sweep (`measure pcp --out`) beside the blind prediction, then fitted.
+    /// A measured sweep (`measure pcp --output`) beside the blind prediction, then fitted.
     Compare(compare::Args),
     /// A kmem tracepoint trace of the host kernel (tools/trace_pcp_flow.py --json) beside the
     /// model's kernel rules over the same flow: refills and drains per write, their sizes.
@@ -237,9 +237,40 @@ pub fn spinner(msg: impl Into<std::borrow::Cow<'static, str>>) -> indicatif::Pro
     pb
 }
 
+/// The command tree with every argument that takes a value allowed to take a negative-looking
+/// one: `--high -1` reaches `--high`'s value parser (which refuses it, naming the flag and its
+/// range; [`args::bounded`]) instead of clap's "unexpected argument '-1' found", which names
+/// neither.
+pub fn command() -> clap::Command {
+    fn allow_negative(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(allow_negative)
+    }
+    allow_negative(<Cli as clap::CommandFactory>::command())
+}
+
 /// Parses the command line and runs the subcommand.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let mut cmd = command();
+    let matches = match cmd.clone().try_get_matches() {
+        Ok(m) => m,
+        // A numeric flag out of its range (args::bounded): "Error: --flag V: why", exit 2, like
+        // every other bad input (main prints it), instead of clap's usage block.
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            anyhow::bail!("{}", first.strip_prefix("error: ").unwrap_or(first))
+        }
+        Err(e) => e.exit(),
+    };
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+        .unwrap_or_else(|e| e.format(&mut cmd).exit());
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let format: Format = cli.format.unwrap_or_default().into();
     match cli.command {
@@ -290,4 +321,80 @@ pub fn print_report(report: &Report, format: Format) {
     // A closed pipe (`pcpmodel ... | head`) ends quietly.
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::any::TypeId;
+
+    /// Every (subcommand path, --flag) whose value is a number.
+    fn numeric_flags() -> Vec<(String, String)> {
+        fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+            let numeric = [
+                TypeId::of::<u8>(),
+                TypeId::of::<u16>(),
+                TypeId::of::<u32>(),
+                TypeId::of::<u64>(),
+                TypeId::of::<usize>(),
+                TypeId::of::<i32>(),
+                TypeId::of::<i64>(),
+                TypeId::of::<f64>(),
+            ];
+            for a in cmd.get_arguments() {
+                let t = a.get_value_parser().type_id();
+                if numeric.iter().any(|n| t == *n) {
+                    let flag = a
+                        .get_long()
+                        .map_or_else(|| a.get_id().to_string(), |l| format!("--{l}"));
+                    out.push((path.trim().to_string(), flag));
+                }
+            }
+            for s in cmd.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&super::command(), "", &mut out);
+        out
+    }
+
+    /// Every numeric flag of every subcommand takes a negative-looking value and refuses it with
+    /// its flag and range; and tests/cli_negative.rs runs each one end to end (the list there is
+    /// written out, so this keeps it complete).
+    #[test]
+    fn every_numeric_flag_refuses_minus_one_naming_flag_and_range() {
+        // Whitespace dropped: rustfmt may break a row over lines.
+        let listed: String = include_str!("../../tests/cli_negative.rs")
+            .split_whitespace()
+            .collect();
+        let flags = numeric_flags();
+        assert!(flags.len() > 40, "{flags:?}");
+        let cmd = super::command();
+        for (path, flag) in &flags {
+            let mut c = &cmd;
+            for p in path.split_whitespace() {
+                c = c.find_subcommand(p).unwrap();
+            }
+            let a = c
+                .get_arguments()
+                .find(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(flag))
+                .unwrap();
+            assert!(a.is_allow_negative_numbers_set(), "{path} {flag}");
+            // The argument alone (none of the numeric ones requires or conflicts with another).
+            let e = clap::Command::new("t")
+                .arg(a.clone())
+                .try_get_matches_from(["t", flag.as_str(), "-1"])
+                .expect_err(&format!("{path} {flag} -1 accepted"))
+                .to_string();
+            assert!(
+                e.contains(&format!("{flag} -1")) && e.contains("..="),
+                "{path} {flag}: {e}"
+            );
+            let row = format!("\"{path}\",\"{flag}\"");
+            assert!(
+                listed.contains(&row.replace(' ', "")),
+                "tests/cli_negative.rs does not run ({row})"
+            );
+        }
+    }
 }

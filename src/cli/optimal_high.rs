@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub placement: Option<PlacementArg>,
     /// Parameter samples for the 95% interval.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = super::args::bounded::<usize>(&pcpmodel::bounds::SAMPLES))]
     pub samples: usize,
     /// The kernel's knobs other than pcp->high (which is swept).
     #[command(flatten)]

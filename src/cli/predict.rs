@@ -25,7 +25,7 @@ Examples:
   pcpmodel predict --workload lmbench-af-unix --machine epyc-7w83 --placement cross-llc
   pcpmodel predict --workload memcg-netperf --charge-batch 32
   pcpmodel predict --workload memcg-netperf-cgroups --kernel 6.16 --memcgs 6
-  pcpmodel predict --workload page-bench --threads 88 --numa-stat 0
+  pcpmodel predict --workload page-bench --tasks 88 --numa-stat 0
   pcpmodel predict --workload page-fault1 --high-order-pcp false
   pcpmodel predict --workload my-workload.toml --order 2")]
 pub struct Args {
@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long)]
     pub kernel: Option<String>,
     /// pcp->high of the freeing CPU, pages (default: the kernel's).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
     pub high: Option<u32>,
     /// pcp->batch, free_high threshold, order, tasks, nodes, CONFIG_PCP_BATCH_SCALE_MAX (for
     /// MEMCG_CHARGE_BATCH use --charge-batch).
@@ -54,20 +54,20 @@ pub struct Args {
     #[arg(long)]
     pub free_high: bool,
     /// MEMCG_CHARGE_BATCH, pages (memcg-charge workloads).
-    #[arg(long, alias = "memcg-charge-batch")]
+    #[arg(long, alias = "memcg-charge-batch", value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::MEMCG_CHARGE_BATCH))]
     pub charge_batch: Option<u32>,
     /// cgroup hierarchy depth (memcg-charge workloads).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::CGROUP_DEPTH))]
     pub cgroup_depth: Option<u32>,
     /// Memory cgroups sharing each charging CPU's charge stock (memcg-charge workloads).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::MEMCGS))]
     pub memcgs: Option<u32>,
     /// Probability that after a stock call a CPU turns to a memcg drawn afresh, 0..=1
     /// (memcg-charge workloads with --memcgs; 1: per-call random interleaving).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<f64>(&pcpmodel::bounds::PROBABILITY))]
     pub memcg_redraw: Option<f64>,
     /// vm.numa_stat, 0 or 1 (numa-stat workloads).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::SWITCH))]
     pub numa_stat: Option<u32>,
     /// Whether the workload's high order is kept on PCP lists (high-order-fault workloads).
     #[arg(long)]

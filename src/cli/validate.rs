@@ -19,7 +19,7 @@ With --workload W: W's thread's tables; with --workload W --data CSV: W against 
 columns are knob columns (tasks, high, batch, order, scale_max, free_high_threshold, free_high,
 and the kind's own knobs; numeric only) and one target column named like an output of the
 prediction (ns_per_op, throughput_per_task, throughput_total, score, ...), as in `fit --help`;
-or the sweep `measure pcp --out` writes, read as it is: its pcp_high_pages column is the knob
+or the sweep `measure pcp --output` writes, read as it is: its pcp_high_pages column is the knob
 high, a netperf-udp score (Mbit/s received) the output throughput_mbps, its other columns are
 not read. A machine column naming another built-in machine than --machine, a workload column
 naming another built-in workload, or a row the workload refuses (more tasks than CPUs) is an
@@ -40,18 +40,22 @@ pub struct Args {
     /// --data the workload against that CSV.
     #[arg(long, value_name = "NAME|FILE")]
     pub workload: Option<String>,
-    /// CSV of measurements to validate --workload against.
-    #[arg(long, value_name = "CSV", requires = "workload")]
+    /// CSV of measurements to validate --workload against (or give it as the positional
+    /// DATA.csv, as `fit` and `compare` take it).
+    #[arg(long, value_name = "DATA.csv", requires = "workload", group = "csv")]
     pub data: Option<PathBuf>,
+    /// The CSV as a positional argument (the same as --data).
+    #[arg(value_name = "DATA.csv", requires = "workload", group = "csv")]
+    pub data_pos: Option<PathBuf>,
     /// Machine the CSV's measurements come from (with --data; default the workload's).
-    #[arg(long, requires = "data")]
+    #[arg(long, requires = "csv")]
     pub machine: Option<String>,
     /// Kernel the CSV's measurements come from (with --data; default the workload's
     /// reference_kernel).
-    #[arg(long, requires = "data")]
+    #[arg(long, requires = "csv")]
     pub kernel: Option<String>,
     /// Also fit this workload quantity (dotted field, e.g. op.work.ns) (with --data; repeatable).
-    #[arg(long = "free", value_name = "FIELD", requires = "data")]
+    #[arg(long = "free", value_name = "FIELD", requires = "csv")]
     pub free: Vec<String>,
     /// Also run the comparison fits that feed only notes (thread 003's fit of fault cost and
     /// hold to the unpatched case; most of the run time).
@@ -97,7 +101,7 @@ fn one_thread(t: &str, comparison_fits: bool) -> anyhow::Result<Vec<TableValidat
 /// `--workload W [--data CSV]`.
 fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>> {
     let w = resolve_workload(name)?;
-    let Some(path) = &args.data else {
+    let Some(path) = args.data.as_ref().or(args.data_pos.as_ref()) else {
         return match &w.spec.thread {
             Some(t) => one_thread(t, args.with_comparison_fits),
             None => anyhow::bail!(

@@ -27,17 +27,17 @@ pub struct Args {
     pub kernel: Option<String>,
     /// CPUs per NUMA node, 1 to 8192 (the kernel's NR_CPUS limit on x86-64; default: this
     /// host's /sys/devices/system/node/nodeN/cpulist, else the number of CPUs).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8192))]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::CPUS))]
     pub cpus_per_node: Option<u32>,
     /// THP mode when min_free_kbytes was computed (default: try the khugepaged raise and the
     /// sqrt rule, and report which one matches).
     #[arg(long, value_enum)]
     pub thp: Option<ThpArg>,
     /// vm.percpu_pagelist_high_fraction in effect (5.14+).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PAGELIST_FRACTION))]
     pub percpu_pagelist_high_fraction: u32,
     /// vm.watermark_scale_factor in effect.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::args::bounded::<u64>(&pcpmodel::bounds::WATERMARK_SCALE_FACTOR))]
     pub watermark_scale_factor: u64,
 }
 

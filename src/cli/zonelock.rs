@@ -24,7 +24,7 @@ pub struct CaseArgs {
     #[arg(long, default_value = "mmap-fill")]
     pub workload: String,
     /// Parallel tasks, one per CPU (default: the workload's count).
-    #[arg(long, alias = "procs")]
+    #[arg(long, aliases = ["procs", "threads", "instances"], value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::TASKS))]
     pub tasks: Option<u32>,
     /// NUMA nodes the tasks run on: 1 (node 0) or all (default: the workload's).
     #[arg(long)]
@@ -33,16 +33,16 @@ pub struct CaseArgs {
     #[arg(long)]
     pub kernel: Option<String>,
     /// Allocation order (default: the workload's).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u8>(&pcpmodel::bounds::ORDER))]
     pub order: Option<u8>,
     /// pcp->batch, pages, set by hand (default: the kernel's).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PCP_BATCH_PAGES))]
     pub batch: Option<u32>,
     /// pcp->high, pages, fixed (no auto-tuning; default: the kernel's).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
     pub high: Option<u32>,
     /// Measurement interval for the count column, s (funclatency -i 600 in thread 000).
-    #[arg(long, default_value_t = 600.0)]
+    #[arg(long, default_value_t = 600.0, value_parser = super::args::bounded::<f64>(&pcpmodel::bounds::DURATION_S))]
     pub duration_s: f64,
 }
 
@@ -53,7 +53,7 @@ pub struct LatencyArgs {
     pub case: CaseArgs,
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6: a build-time option of kernels >= 6.7 (default 5
     /// there; none before); thread 000 proposed a sysctl for it, which mainline did not merge.
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u8>(&pcpmodel::bounds::PCP_BATCH_SCALE_MAX))]
     pub scale_max: Option<u8>,
 }
 
@@ -63,7 +63,7 @@ pub struct ScaleMaxArgs {
     #[command(flatten)]
     pub case: CaseArgs,
     /// Latency target: p99 of rmqueue_bulk() in microseconds.
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<f64>(&pcpmodel::bounds::LATENCY_TARGET_US))]
     pub p99_us: Option<f64>,
 }
 
@@ -73,7 +73,7 @@ pub struct PlotLatencyArgs {
     #[command(flatten)]
     pub case: CaseArgs,
     /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (kernels >= 6.7, default 5 there).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::bounded::<u8>(&pcpmodel::bounds::PCP_BATCH_SCALE_MAX))]
     pub scale_max: Option<u8>,
     /// Measured histogram to draw beside the prediction (CSV lo_ns,hi_ns,count, as `pcpmodel
     /// import funclatency` writes). Default: thread 000's histogram of the same case, if any.
@@ -116,7 +116,7 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
         .map_err(anyhow::Error::msg)?;
     if let Some(t) = c.tasks {
         pcpmodel::bounds::TASKS
-            .check_flag("--tasks (--procs)", f64::from(t))
+            .check_flag("--tasks", f64::from(t))
             .map_err(anyhow::Error::msg)?;
     }
     if let Some(n) = &c.nodes {
@@ -138,6 +138,9 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
         ..Knobs::default()
     };
     knobs.check()?;
+    if let Some(h) = c.high {
+        pcpmodel::workload::sweep::check_high("--high", h, &machine, kernel)?;
+    }
     let case = alloc_loop::lock_case(&workload.spec, &machine, &knobs)?;
     Ok(Solved {
         span: case.nodes,

@@ -59,7 +59,7 @@ pub const DESCRIPTIVE_COLUMNS: &[&str] = &[
 /// the run: the machine and the workload a row was measured on.
 pub const TAG_COLUMNS: &[&str] = &["machine", "workload"];
 
-/// The columns `pcpmodel measure pcp --out` writes besides `machine`, `pcp_high_pages` and
+/// The columns `pcpmodel measure pcp --output` writes besides `machine`, `pcp_high_pages` and
 /// `score` (the spread of the repeats, the live pcp->high range, the sysctl and the workload):
 /// accepted and not read by the fits that read such a sweep.
 pub const SWEEP_COLUMNS: &[&str] = &[
@@ -74,7 +74,7 @@ pub const SWEEP_COLUMNS: &[&str] = &[
     "workload",
 ];
 
-/// The `workload` cells `measure pcp --out` writes, with the built-in workload each measures
+/// The `workload` cells `measure pcp --output` writes, with the built-in workload each measures
 /// (`page-fault` has none with a pcp->high model).
 pub const MEASURE_PCP_WORKLOADS: &[(&str, &str)] = &[
     ("netperf-udp", "netperf-udp"),

@@ -220,7 +220,7 @@ pub fn compare_sweep(
         Some(r) => Box::new(r.model.clone()),
         None => Box::new(PredictAtHigh { w, machine, knobs }),
     };
-    // The sweep `measure pcp --out` writes, or thread 004's table (`data 004_netperf_pcp_high
+    // The sweep `measure pcp --output` writes, or thread 004's table (`data 004_netperf_pcp_high
     // --format csv`): their other columns are accepted and not read; any other column is an
     // error.
     let mut allowed: Vec<&str> = SWEEP_COLUMNS.to_vec();

@@ -635,7 +635,7 @@ pub fn summarise(settings: &[u64], points: &[Point]) -> Vec<Setting> {
         .collect()
 }
 
-/// The CSV `pcpmodel fit --model netperf-pcp-high` reads (columns `pcp_high_pages`, `score`),
+/// The CSV `pcpmodel fit --workload netperf-pcp-high` reads (columns `pcp_high_pages`, `score`),
 /// with the spread and the setting in further columns.
 pub fn fit_csv(machine: &str, workload: &Workload, settings: &[Setting]) -> String {
     let mut s = format!(

@@ -57,7 +57,7 @@ pub fn validate_workload(
     label: &str,
     opts: &WorkloadValidateOptions,
 ) -> Result<TableValidation> {
-    // The sweep `measure pcp --out` writes gives pcp->high as `pcp_high_pages` (the `high`
+    // The sweep `measure pcp --output` writes gives pcp->high as `pcp_high_pages` (the `high`
     // knob) beside columns of its spread: the generic fit reads it through a header with those
     // names (same positions, so an error still names the file's column).
     let sweep = sweep_header(csv);
@@ -218,7 +218,7 @@ pub fn generic_dataset(
     Ok(ds)
 }
 
-/// For the CSV `measure pcp --out` writes (a `pcp_high_pages` column and no `high`), the
+/// For the CSV `measure pcp --output` writes (a `pcp_high_pages` column and no `high`), the
 /// text the generic fit reads the header from: the same lines before the header (so errors
 /// name the file's line), `pcp_high_pages` named `high`, `score` named `throughput_mbps` when
 /// every row is of workload netperf-udp (Mbit/s received), and the sweep's other columns

@@ -101,6 +101,13 @@ impl Workload {
     ) -> Result<super::kind::Predicted> {
         knobs.check()?;
         knobs.check_read_by(self.kind.as_ref(), &self.spec.name)?;
+        if let Some(h) = knobs.high {
+            let kernel = match knobs.kernel {
+                Some(k) => k,
+                None => self.kind.default_kernel(&self.spec)?,
+            };
+            crate::workload::sweep::check_high("--high", h, machine, kernel)?;
+        }
         let mut p = self.kind.predict(&self.spec, machine, knobs)?;
         // The list compares the reference with the kernel the kind evaluated.
         let evaluated = super::kind::Knobs {

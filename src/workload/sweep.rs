@@ -3,9 +3,11 @@
 //! from their provenance's spread ([`perturb_latencies`], [`latency_rel_sd`]) for the sweep's
 //! interval. The optimal-high answer re-exports them.
 
-use crate::fit::calibrate::DefaultPcp;
+use crate::error::{Error, Result};
+use crate::fit::calibrate::{default_pcp, DefaultPcp};
 use crate::hw::machine::Machine;
 use crate::kernel::pageset::{zone_highsize, MIN_PERCPU_PAGELIST_FRACTION};
+use crate::kernel::version::KernelVersion;
 
 /// Relative standard deviation given to a latency by its provenance kind (see the optimal-high
 /// answer's module docs): `measured`, `spec`, `detected` 5 %; `derived` 10 %; `seed` (a thread's
@@ -61,4 +63,25 @@ pub fn sweep_limit(d: &DefaultPcp) -> u32 {
         d.split_cpus,
         MIN_PERCPU_PAGELIST_FRACTION,
     )
+}
+
+/// The highest pcp->high the kernel can set on `machine` under `kernel` (its node-0 Normal
+/// zone at vm.percpu_pagelist_high_fraction = 8, the sysctl's minimum), pages: [`sweep_limit`]
+/// of the kernel's default configuration.
+pub fn high_limit(machine: &Machine, kernel: KernelVersion) -> Result<u32> {
+    Ok(sweep_limit(&default_pcp(machine, kernel)?))
+}
+
+/// Checks a pcp->high given by hand (`flag` names it in the error) against [`high_limit`]. Every
+/// command that takes `--high` (predict, latency, scale-max, plot latency, explain, and the fit
+/// of a producer-consumer kind) checks through here, so one value gets one answer everywhere.
+pub fn check_high(flag: &str, high: u32, machine: &Machine, kernel: KernelVersion) -> Result<()> {
+    let limit = high_limit(machine, kernel)?;
+    if high > limit {
+        return Err(Error::Unsupported(format!(
+            "{flag} {high}: above the most the kernel can set on {}: managed / 8 / CPUs = {limit} pages (vm.percpu_pagelist_high_fraction = 8, the sysctl's minimum)",
+            machine.name
+        )));
+    }
+    Ok(())
 }

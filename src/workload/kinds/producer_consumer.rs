@@ -38,9 +38,9 @@
 //! exactly. `optimal-high` sweeps the lone pair's model (the reuse path): the queue's
 //! dependence on pcp->high is in `predict` only. Not modelled: memory bandwidth shared between
 //! pairs, and a network link's rate for pairs whose producer and consumer are on different
-//! machines. More pairs than the nodes' CPUs hold (two each)
-//! time-share them: `running = min(pairs, CPUs / 2)` run at once and each pair's throughput is
-//! scaled by `running / pairs` (context switches not modelled). With one pair the model is
+//! machines. More pairs than the nodes' CPUs hold (two each) are refused with the number that
+//! fits: they would time-share the CPUs, and context switches are not modelled (issue 35: the
+//! time-shared figures printed beside the per-pair ones disagreed). With one pair the model is
 //! thread 004's exactly.
 
 use crate::error::{Error, Result};
@@ -58,7 +58,7 @@ use crate::model::netperf::NetperfModel;
 use crate::report::{sig, Report, Table};
 use crate::workload::kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
 use crate::workload::spec::FreedBy;
-use crate::workload::sweep::{perturb_latencies, sweep_limit};
+use crate::workload::sweep::{check_high, perturb_latencies};
 
 /// Valid `params.consumer_allocs_per_free`.
 const CONSUMER_ALLOCS_PER_FREE: crate::bounds::Range =
@@ -305,6 +305,9 @@ pub struct PairsModel {
     pub sharers: u32,
     /// The nodes the pairs run on (`--nodes`, else the file's).
     pub nodes: NodeSpan,
+    /// The file's tasks.count when it was more pairs than the machine runs at once (and
+    /// `pairs` is then the number that fits).
+    pub capped_from: Option<u32>,
 }
 
 /// Builds the pairs' model for workload `w` on `machine` with knobs `k`: the order,
@@ -323,11 +326,25 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         )));
     }
     let placement: Placement = super::placement(w, k)?.into();
-    let pairs = super::tasks(w, k);
+    let asked = super::tasks(w, k);
     let nodes = match &k.nodes {
         Some(s) => NodeSpan::parse(s, "--nodes")?,
         None => w.nodes()?,
     };
+    // More pairs than run at once would time-share the CPUs, and context switches are not
+    // modelled: a --tasks given by hand is refused with the number that fits; the file's
+    // default is capped to it (as `latency` caps its default tasks), with a note.
+    let fit = fitting_pairs(machine, nodes);
+    if asked > fit && k.tasks.is_some() {
+        return Err(Error::Unsupported(format!(
+            "--tasks {asked}: {asked} sender/receiver pairs need {} CPUs, and {} has {} on the node(s) they run on: at most {fit} pair(s) run at once; pairs time-sharing CPUs (context switches, the scheduler) are not modelled: give 1..={fit} pairs",
+            u64::from(asked) * 2,
+            machine.name,
+            nodes.nodes_on(machine) * machine.cpus_per_node()
+        )));
+    }
+    let pairs = asked.min(fit);
+    let capped_from = (asked > fit).then_some(asked);
     let running = running_pairs(machine, pairs, nodes);
     let consumer_allocs_per_free =
         super::param(w, k, "consumer_allocs_per_free", CONSUMER_ALLOCS_PER_FREE)?;
@@ -362,6 +379,7 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         running,
         sharers: setup.sharers,
         nodes,
+        capped_from,
     })
 }
 
@@ -414,11 +432,18 @@ fn receiver_share(w: &WorkloadSpec, k: &Knobs, site: FreeSite) -> Result<f64> {
     Ok(super::opt_param(w, k, name, RECEIVER_FREE_SHARE)?.unwrap_or(default))
 }
 
-/// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs time-share
-/// them).
+/// Pairs running at once: two CPUs per pair, at most the CPUs of `nodes` (more pairs are
+/// refused by [`pairs_model`]; the `running / pairs` share below stays 1 unless a one-CPU
+/// machine runs its one pair on one CPU).
 fn running_pairs(machine: &Machine, pairs: u32, nodes: NodeSpan) -> u32 {
+    pairs.min(fitting_pairs(machine, nodes)).max(1)
+}
+
+/// Pairs that run at once on the CPUs of `nodes`: two CPUs each (at least one pair, which then
+/// shares one CPU on a one-CPU machine).
+fn fitting_pairs(machine: &Machine, nodes: NodeSpan) -> u32 {
     let cpus = nodes.nodes_on(machine) * machine.cpus_per_node();
-    pairs.min(cpus / 2).max(1)
+    (cpus / 2).max(1)
 }
 
 /// Pairs sharing one LLC domain when `running` pairs spread evenly over the domains of `nodes`.
@@ -549,18 +574,14 @@ impl Kind for ProducerConsumer {
             running,
             sharers,
             nodes,
+            capped_from,
         } = pairs_model(w, machine, k)?;
         let (model, wp, kernel, placement) =
             (&reuse.model, &reuse.params, reuse.kernel, reuse.placement);
         let default = default_pcp(machine, kernel)?;
-        let limit = sweep_limit(&default);
+        // Also checked by Workload::predict; kept here for the fit, which calls the kind.
         if let Some(h) = k.high {
-            if h > limit {
-                return Err(Error::Unsupported(format!(
-                    "--high {h}: above the most the kernel can set on {}: managed / 8 / CPUs = {limit} pages (vm.percpu_pagelist_high_fraction = 8, the sysctl's minimum)",
-                    machine.name
-                )));
-            }
+            check_high("--high", h, machine, kernel)?;
         }
         let high = k.high.unwrap_or(reuse.kernel_high);
         // A `--high` is a sysctl-set high (the free_high trigger moves with it); without one the
@@ -683,8 +704,11 @@ impl Kind for ProducerConsumer {
         });
         let mut notes = vec![
             format!(
-                "throughput {} pages/s (95 % interval {}-{}, from the workload parameters' and latencies' uncertainty) = {} MB/s of payload ({} ns per page){}",
+                "throughput {} pages/s{} (95 % interval {}-{}, from the workload parameters' and latencies' uncertainty) = {} MB/s of payload ({} ns per page){}{}",
                 sig(thr_pair, 4),
+                // One pair's figure: with several, say so and give the sum the
+                // operations/s line states (issue 35: the two read as disagreeing).
+                if pairs > 1 { " per pair" } else { "" },
                 sig(ci[0], 4),
                 sig(ci[1], 4),
                 sig(thr_pair * 4096.0 / 1e6, 4),
@@ -692,7 +716,16 @@ impl Kind for ProducerConsumer {
                 score.map_or(String::new(), |s| format!(
                     "; predicted netperf score {}",
                     sig(s, 5)
-                ))
+                )),
+                if pairs > 1 {
+                    format!(
+                        "; {pairs} pairs: {} pages/s in all",
+                        // pairs x share = the pairs that run at once
+                        sig(thr_pair * f64::from(running), 4)
+                    )
+                } else {
+                    String::new()
+                }
             ),
             format!(
                 "reuse distance {}-{} pages (mean {}), drains of {} pages, refills of {} pages: {}",
@@ -734,6 +767,13 @@ impl Kind for ProducerConsumer {
             notes.push(format!(
                 "not modelled here: a {bytes} B write() on an AF_UNIX stream is frags of orders {orders:?} (crate::kernel::skb), not blocks of order {}; this kind's steady state moves blocks of one order, while the time-stepped pair flow of the Huang validation (crate::model::autotune::PairFlow) moves the frags",
                 model.flow.order
+            ));
+        }
+        if let Some(asked) = capped_from {
+            notes.push(format!(
+                "{pairs} pairs: the workload file's tasks.count {asked} is more than {} runs at once (two CPUs a pair, {} CPUs on the node(s) used); pairs time-sharing CPUs are not modelled, so the {pairs} that fit are (--tasks sets the number)",
+                machine.name,
+                nodes.nodes_on(machine) * machine.cpus_per_node()
             ));
         }
         // Pairs beyond the CPUs time-share them: each runs running/pairs of the time.
