@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the fake sysfs/proc trees under tests/fixtures/sysfs/ used by tests/detect.rs.
+"""Writes the fake sysfs/proc trees under tests/fixtures/sysfs/ used by tests/it/detect.rs.
 
 Only the files `pcpmodel detect` reads are written. The layouts follow what Linux shows on the
 real parts (CPU numbering, SMT sibling numbering, core_id gaps, cache sizes), so the trees are

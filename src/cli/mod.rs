@@ -359,12 +359,12 @@ mod tests {
     }
 
     /// Every numeric flag of every subcommand takes a negative-looking value and refuses it with
-    /// its flag and range; and tests/cli_negative.rs runs each one end to end (the list there is
+    /// its flag and range; and tests/it/cli_negative.rs runs each one end to end (the list there is
     /// written out, so this keeps it complete).
     #[test]
     fn every_numeric_flag_refuses_minus_one_naming_flag_and_range() {
         // Whitespace dropped: rustfmt may break a row over lines.
-        let listed: String = include_str!("../../tests/cli_negative.rs")
+        let listed: String = include_str!("../../tests/it/cli_negative.rs")
             .split_whitespace()
             .collect();
         let flags = numeric_flags();
@@ -393,7 +393,7 @@ mod tests {
             let row = format!("\"{path}\",\"{flag}\"");
             assert!(
                 listed.contains(&row.replace(' ', "")),
-                "tests/cli_negative.rs does not run ({row})"
+                "tests/it/cli_negative.rs does not run ({row})"
             );
         }
     }

@@ -56,7 +56,7 @@
 //!   the `pcp->high` ramp); the acquisition count uses the loaded rate.
 //! - Think time is exponential with the run's mean; page_fault1's is bimodal (a fault phase of
 //!   ~26 µs per allocation, an unmap burst of ~0.5 µs per free). A simulation of the bimodal
-//!   law at thread 003's point (`tests/perflock.rs`) gives a traced wait 16 % below the model's
+//!   law at thread 003's point (`tests/it/perflock.rs`) gives a traced wait 16 % below the model's
 //!   for the lock alone and 14 % above it with perf attached, and a lower traced share with
 //!   perf attached (0.74 against 0.96).
 //! - Hold costs per line are the machine file's latencies; the lines are counted for one expand

@@ -15,7 +15,7 @@
 //! # References
 //! - Intel 64 and IA-32 Architectures Optimization Reference Manual: the two logical
 //!   processors of a core share its L1 data cache and fill buffers.
-//! - Discrete-event check of the analysis: `tests/memcg_smt.rs`.
+//! - Discrete-event check of the analysis: `tests/it/memcg_smt.rs`.
 
 use crate::error::{Error, Result};
 use crate::hw::machine::Machine;
@@ -152,7 +152,7 @@ pub struct SharedSolution {
 ///   counts half a place in the queue.
 ///
 /// With `a = 1` (no SMT, or fewer busy CPUs than cores) it is exact MVA (product form). A
-/// discrete-event simulation of the same assumptions checks it (`tests/memcg_smt.rs`).
+/// discrete-event simulation of the same assumptions checks it (`tests/it/memcg_smt.rs`).
 pub fn shared_mva(
     n_cpus: u32,
     a: f64,

@@ -50,7 +50,7 @@
 //! with batch 63; this is why bypass still loses the page from a 256 KiB L2 but not from a 1.25 MiB
 //! one. Same-CPU alloc/free reuses the head of the list at once: `D ~ U[0, 2u)`.
 //!
-//! `tests/reuse_vs_kernel_state.rs` checks these against a page-by-page simulation driven by the
+//! `tests/it/reuse_vs_kernel_state.rs` checks these against a page-by-page simulation driven by the
 //! kernel module's own `PcpState` (means within R/3 plus one block: the simulated burial ranges
 //! from none to about R/2 where the model puts R/6; 2nd–90th percentiles inside the range
 //! widened by one drain/refill granule; the top decile is not checked, see below).

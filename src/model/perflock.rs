@@ -36,7 +36,7 @@
 //!
 //! # Accuracy
 //! Against a discrete-event simulation in which exactly the traced acquisitions carry the end
-//! handler (`tests/perflock.rs`, exponential think, deterministic holds, 400 000 acquisitions):
+//! handler (`tests/it/perflock.rs`, exponential think, deterministic holds, 400 000 acquisitions):
 //! at thread 003's operating point (23 CPUs, 13.6 µs think, 522 ns hold, 314 ns handler) the
 //! reported wait is 3 % low and the traced share 0.025 high; at a moderate load (8 CPUs, 3 µs
 //! think, 300 ns hold) 15 % low and 0.065 high. Without a probe the traced share and wait are

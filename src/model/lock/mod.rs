@@ -98,7 +98,7 @@
 //! this is exactly Erlang(k+1).
 //!
 //! # Accuracy
-//! Checked against a seeded discrete-event simulation of the same queue (`tests/lock.rs`; the
+//! Checked against a seeded discrete-event simulation of the same queue (`tests/it/lock.rs`; the
 //! ignored `survey_against_simulation` prints the table; 400 000 requests per case, U 0.3–1,
 //! N = 4, 10, 64; worst relative errors):
 //!

@@ -54,7 +54,7 @@
 //!   same with a paired CPU counted half (`shared_mva`). With `a = 1` it is exact MVA (product
 //!   form). The cycle of one CPU per payload page, averaged over the two roles, is
 //!   `t₀ + Σ_i resp_i(N)`.
-//!   A discrete-event simulation of the same assumptions checks it (`tests/memcg_smt.rs`:
+//!   A discrete-event simulation of the same assumptions checks it (`tests/it/memcg_smt.rs`:
 //!   within 1.1 % on the five charged runs of thread 001, gain 60.3 % vs 61.4 % when written).
 //! - One netperf instance = one sender + one receiver CPU, each handling every payload page:
 //!   throughput per instance `4096 · 8 / (t₀ + Σ_i resp_i)` bit/ns. In the root memcg no line

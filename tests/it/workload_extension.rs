@@ -429,7 +429,7 @@ fn validate_workload_without_a_thread_asks_for_data() {
 /// exits 2, like the checks of the generic schema.
 #[test]
 fn a_kinds_check_names_the_line_of_the_bad_param() {
-    let src = include_str!("../models/workloads/will-it-scale-page-fault1.toml");
+    let src = include_str!("../../models/workloads/will-it-scale-page-fault1.toml");
     let dir = tempfile::tempdir().unwrap();
     for (key, bad) in [("lru_pages", "2"), ("alloc_work_share", "1.5")] {
         let lines: Vec<String> = src
@@ -472,8 +472,8 @@ fn a_kinds_check_names_the_line_of_the_bad_param() {
 /// (Found by mutating the built-in files: each of these once changed no number.)
 #[test]
 fn fields_a_kind_does_not_read_are_refused_or_reported() {
-    let pc = include_str!("../models/workloads/netperf-udp.toml");
-    let al = include_str!("../models/workloads/will-it-scale-page-fault1.toml");
+    let pc = include_str!("../../models/workloads/netperf-udp.toml");
+    let al = include_str!("../../models/workloads/will-it-scale-page-fault1.toml");
     let dir = tempfile::tempdir().unwrap();
     let set = |src: &str, key: &str, value: &str| -> String {
         src.lines()

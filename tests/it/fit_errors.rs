@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::run;
 use pcpmodel::fit::{fit, Dataset, FitModel, FitOptions, Residual};
 use pcpmodel::Machine;

@@ -1,7 +1,7 @@
 //! One flag spelling per concept (issue 35; README "One spelling per concept"): the older
 //! spellings are still read, as hidden aliases, and give the same answer as the one spelling.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! answer, within 10 s. T3-cli-negative-unlocated is also run flag by flag in
 //! tests/cli_negative.rs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -242,7 +242,7 @@ fn zoneinfo_mismatch_exits_1() {
 #[test]
 fn zoneinfo_malformed_exits_2_naming_the_line() {
     for (file, line_field) in [
-        ("bad-truncated.txt", "bad-truncated.txt:182: count"),
+        ("bad-truncated.txt", "bad-truncated.txt:183: coun"),
         ("bad-non-numeric.txt", "bad-non-numeric.txt:154: managed"),
         (
             "bad-pageset-value.txt",

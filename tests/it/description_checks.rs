@@ -53,7 +53,7 @@ fn set_line(src: &str, key: &str, line: &str) -> String {
 fn control_characters_in_text_fields_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let m = set_line(
-        include_str!("../models/skylake-desktop.toml"),
+        include_str!("../../models/skylake-desktop.toml"),
         "name",
         "name = \"sky\\u001b[2Jlake\"",
     );
@@ -64,7 +64,7 @@ fn control_characters_in_text_fields_are_refused() {
         "{err}"
     );
     let w = set_line(
-        include_str!("../models/workloads/mmap-fill.toml"),
+        include_str!("../../models/workloads/mmap-fill.toml"),
         "what",
         "what = \"a page\\u001b[31m\"",
     );
@@ -82,7 +82,7 @@ fn control_characters_in_text_fields_are_refused() {
 fn a_machine_whose_zones_cannot_be_laid_out_is_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
     let m = set_line(
-        include_str!("../models/skylake-desktop.toml"),
+        include_str!("../../models/skylake-desktop.toml"),
         "below_4g_mib",
         "below_4g_mib = { value = 16, source = \"assumed: x\" }",
     );
@@ -97,7 +97,7 @@ fn a_machine_whose_zones_cannot_be_laid_out_is_refused_at_load() {
 fn a_pair_needs_two_cores_of_an_llc_domain() {
     let dir = tempfile::tempdir().unwrap();
     let m = set_line(
-        include_str!("../models/skylake-desktop.toml"),
+        include_str!("../../models/skylake-desktop.toml"),
         "cores_per_socket",
         "cores_per_socket = { value = 1, source = \"assumed: x\" }",
     );
@@ -114,7 +114,7 @@ fn a_pair_needs_two_cores_of_an_llc_domain() {
 #[test]
 fn phase_pages_and_cgroup_depth_are_checked_where_they_are_given() {
     let dir = tempfile::tempdir().unwrap();
-    let src = include_str!("../models/workloads/mmap-fill.toml");
+    let src = include_str!("../../models/workloads/mmap-fill.toml");
     for v in ["0", "0.5"] {
         let w = set_line(
             src,
@@ -180,7 +180,7 @@ fn kernels_older_than_the_formulas_are_refused() {
 #[test]
 fn a_copy_with_edited_sources_keeps_the_fit() {
     let dir = tempfile::tempdir().unwrap();
-    let src = include_str!("../models/icelake-server.toml");
+    let src = include_str!("../../models/icelake-server.toml");
     let text = src.replacen("source = \"spec: ", "source = \"spec: (edited) ", 1);
     assert_ne!(text, src);
     let f = dir.path().join("m.toml");

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::run;
 use pcpmodel::fit::Dataset;
 use pcpmodel::Machine;
@@ -468,7 +468,7 @@ fn a_parameter_that_moves_no_prediction_is_not_fitted() {
     write(
         dir.path(),
         "w.toml",
-        include_str!("../models/workloads/netperf-udp.toml"),
+        include_str!("../../models/workloads/netperf-udp.toml"),
     );
     write(
         dir.path(),

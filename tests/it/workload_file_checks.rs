@@ -3,7 +3,7 @@
 //! when the file is read, with the file, the line and the dotted field, and never reaches a
 //! prediction (a NaN, an internal queue error, another kind's message). One test per class.
 
-mod common;
+use crate::common;
 
 /// A minimal alloc-loop file (the shape of the README's schema), valid as it stands.
 const MINIMAL: &str = r#"name = "my-loop"

@@ -200,7 +200,7 @@ fn s10_a_file_named_like_a_measured_builtin_gets_carried_over_parameters() {
 /// L2 and treated the L3 as shared) and are now refused with the line of the cache entry.
 #[test]
 fn the_cache_list_is_one_level_each_without_gaps_and_a_shared_llc() {
-    let src = include_str!("../models/icelake-server.toml");
+    let src = include_str!("../../models/icelake-server.toml");
     let l2 = "[[cache]]\nlevel = 2\n";
     let l3 = "[[cache]]\nlevel = 3\n";
     let l2_block = &src[src.find(l2).unwrap()..src.find(l3).unwrap()];

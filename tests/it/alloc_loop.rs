@@ -255,7 +255,7 @@ fn work_kernel_shifts_the_fast_path_and_is_checked() {
     let shift = run(KernelVersion::new(6, 1)) - run(KernelVersion::new(5, 19));
     assert!((shift - 20.0 / 2.1).abs() < 1e-9, "{shift}");
 
-    let text = include_str!("../models/workloads/bulk-alloc-order0.toml")
+    let text = include_str!("../../models/workloads/bulk-alloc-order0.toml")
         .replace("kernel = \"4.14\" }", "kernel = \"four\" }");
     let line = text
         .lines()

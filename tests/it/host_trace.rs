@@ -7,7 +7,7 @@
 
 use pcpmodel::measure::trace::{compare_trace, TraceRow};
 
-const TRACE: &str = include_str!("../data/host/trace-af-unix-64k-2026-12-02.json");
+const TRACE: &str = include_str!("../../data/host/trace-af-unix-64k-2026-12-02.json");
 
 #[test]
 fn the_af_unix_pair_refills_and_drains_as_the_host_kernel_did() {
@@ -54,15 +54,15 @@ fn the_udp_stream_refills_and_drains_as_the_host_kernel_did() {
     for (name, text) in [
         (
             "trace-udp-0-1-quiet-2026-12-04.json",
-            include_str!("../data/host/flows/trace-udp-0-1-quiet-2026-12-04.json"),
+            include_str!("../../data/host/flows/trace-udp-0-1-quiet-2026-12-04.json"),
         ),
         (
             "trace-udp-64-1-quiet-2026-12-04.json",
-            include_str!("../data/host/flows/trace-udp-64-1-quiet-2026-12-04.json"),
+            include_str!("../../data/host/flows/trace-udp-64-1-quiet-2026-12-04.json"),
         ),
         (
             "trace-udp-64-2-quiet-2026-12-04.json",
-            include_str!("../data/host/flows/trace-udp-64-2-quiet-2026-12-04.json"),
+            include_str!("../../data/host/flows/trace-udp-64-2-quiet-2026-12-04.json"),
         ),
     ] {
         let c = compare_trace(text, name).unwrap();
@@ -136,7 +136,7 @@ fn a_compilers_life_moves_pages_through_the_zone_as_the_host_kernel_did() {
     use pcpmodel::model::zonelock::Tally;
 
     let v: serde_json::Value = serde_json::from_str(include_str!(
-        "../data/host/trace-compile-high252-2026-12-03.json"
+        "../../data/host/trace-compile-high252-2026-12-03.json"
     ))
     .unwrap();
     let normal = &v["pagesets_before"]["0/Normal"]["cpus"]["0"];
