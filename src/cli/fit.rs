@@ -187,7 +187,6 @@ pub(crate) fn workload_names<'a>(w: &'a Workload, typed: &'a str) -> Vec<&'a str
     v
 }
 
-/// Runs `pcpmodel fit`.
 /// What a fit says when neither the CSV (a `machine` column) nor `--machine` names the machine:
 /// which machine it used and why, and, when the file's name mentions another built-in machine,
 /// that one (the latencies and capacities of the wrong machine would be fitted around).
@@ -215,6 +214,7 @@ fn unnamed_machine_note(workload: &str, used: &str, path: &std::path::Path) -> S
     note
 }
 
+/// Runs `pcpmodel fit`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     pcpmodel::bounds::FIT_STARTS
         .check_flag("--starts", args.starts as f64)

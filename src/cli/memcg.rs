@@ -28,30 +28,10 @@ pub struct MemcgArgs {
     pub instances: Option<u32>,
 }
 
-/// Checks the memcg flags against their physical ranges (src/bounds.rs): the batch, the depth,
-/// and instances that fit the machine (each instance is a sender and a receiver CPU).
-fn memcg_flags(
-    machine: &Machine,
-    batch: Option<u32>,
-    depth: Option<u32>,
-    instances: Option<u32>,
-) -> anyhow::Result<()> {
-    use pcpmodel::bounds;
-    let e = anyhow::Error::msg;
-    if let Some(b) = batch {
-        bounds::MEMCG_CHARGE_BATCH
-            .check_flag("--charge-batch", f64::from(b))
-            .map_err(e)?;
-    }
-    if let Some(d) = depth {
-        bounds::CGROUP_DEPTH
-            .check_flag("--cgroup-depth", f64::from(d))
-            .map_err(e)?;
-    }
+/// Checks that the instances fit the machine (each instance is a sender and a receiver CPU);
+/// the flags' physical ranges are checked when they are parsed (`args::bounded`).
+fn check_instances(machine: &Machine, instances: Option<u32>) -> anyhow::Result<()> {
     if let Some(i) = instances {
-        bounds::TASKS
-            .check_flag("--tasks", f64::from(i))
-            .map_err(e)?;
         let cpus = machine.cpus();
         if u64::from(i) * 2 > u64::from(cpus) {
             anyhow::bail!(
@@ -94,12 +74,7 @@ fn flattens_at(doublings: &[(u32, f64)], limit_pct: f64) -> Option<u32> {
 /// Runs `pcpmodel memcg`.
 pub fn memcg(args: MemcgArgs, format: Format) -> anyhow::Result<ExitCode> {
     let machine = Machine::resolve(&args.machine)?;
-    memcg_flags(
-        &machine,
-        Some(args.batch),
-        Some(args.cgroup_depth),
-        args.instances,
-    )?;
+    check_instances(&machine, args.instances)?;
     // The default fits the machine, as `latency` clamps its default tasks to the CPUs: thread
     // 001's 36 instances need 72 CPUs (issue 35, T3-memcg-default-instances).
     let instances = args

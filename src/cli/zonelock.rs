@@ -111,14 +111,6 @@ fn setup(c: &CaseArgs, scale_max: Option<u8>) -> anyhow::Result<Solved> {
     if let Some(s) = scale_max {
         check_scale(s)?;
     }
-    pcpmodel::bounds::DURATION_S
-        .check_flag("--duration-s", c.duration_s)
-        .map_err(anyhow::Error::msg)?;
-    if let Some(t) = c.tasks {
-        pcpmodel::bounds::TASKS
-            .check_flag("--tasks", f64::from(t))
-            .map_err(anyhow::Error::msg)?;
-    }
     if let Some(n) = &c.nodes {
         NodeSpan::parse(n, "--nodes")?;
     }

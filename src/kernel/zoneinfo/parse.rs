@@ -202,8 +202,22 @@ fn check_unread_colon(key: &str, value: &str, label: &str, line: usize) -> Resul
         }
         return Ok(());
     }
-    let mut parts = value.split_whitespace();
-    parse_num::<u64>(parts.next().unwrap_or(""), label, line, key)?;
+    one_unsigned(value, label, line, key)
+}
+
+/// Checks that `rest` (what follows a field's name) holds one unsigned number, as the kernel
+/// prints every counter; nothing at all is a line cut short.
+fn one_unsigned(rest: &str, label: &str, line: usize, key: &str) -> Result<()> {
+    let mut parts = rest.split_whitespace();
+    let Some(v) = parts.next() else {
+        return Err(Error::parse(
+            label,
+            line,
+            key,
+            "a name without a value (a line cut short: file truncated?)",
+        ));
+    };
+    parse_num::<u64>(v, label, line, key)?;
     if parts.next().is_some() {
         return Err(Error::parse(label, line, key, "more than one value"));
     }
@@ -381,18 +395,7 @@ pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
         if !ZONE_FIELDS.contains(&key) {
             // A counter (nr_free_pages, numa_hit, ...): not read, but the kernel prints each as
             // one unsigned number.
-            let Some(value) = value else {
-                return Err(Error::parse(
-                    label,
-                    lineno,
-                    key,
-                    "a name without a value (a line cut short: file truncated?)",
-                ));
-            };
-            parse_num::<u64>(value, label, lineno, key)?;
-            if parts.next().is_some() {
-                return Err(Error::parse(label, lineno, key, "more than one value"));
-            }
+            one_unsigned(&line[key.len()..], label, lineno, key)?;
             continue;
         }
         if let Some(f) = ZONE_FIELDS.iter().find(|f| **f == key) {
