@@ -280,6 +280,14 @@ pub const REUSE_NS_PER_PAGE: Range = Range::real(
     "ns per page",
     "64 lines from remote DRAM one at a time take about 10 us; a store stream overlaps them",
 );
+/// A host loop's work per 4 KiB page with every line local (`measure work`), ns per page.
+pub const WORK_NS_PER_PAGE: Range = Range::real(
+    "a loop's work per page",
+    1.0,
+    1_000_000.0,
+    "ns per page",
+    "copying a cached page takes about 100 ns on any current core; a millisecond per page is no longer a stream",
+);
 /// Clock frequency, GHz.
 pub const CLOCK_GHZ: Range = Range::real("a clock", 0.1, 10.0, "GHz", "no CPU ships above 6.2 GHz");
 

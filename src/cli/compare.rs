@@ -157,7 +157,12 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     ])
     .titled(format!(
         "Blind prediction ({} on {}) vs {label}",
-        c.model, c.machine
+        if c.model == c.workload {
+            c.model.clone()
+        } else {
+            format!("{} through {}", c.workload, c.model)
+        },
+        c.machine
     ));
     for r in &c.rows {
         t.push([

@@ -26,6 +26,7 @@ mod machines;
 mod measure;
 mod measure_pcp;
 mod measure_reuse;
+mod measure_work;
 mod memcg;
 mod optimal_high;
 mod predict;
@@ -198,6 +199,9 @@ Examples:
     /// The time per page of a producer/consumer data path by reuse distance (no kernel, no
     /// root), beside the model's cache term for the same distances.
     Reuse(measure_reuse::ReuseArgs),
+    /// A host loop's work per page with every line local (one CPU, no root): the fixed work
+    /// of the model's producer/consumer kind on this machine, measured apart from any sweep.
+    Work(measure_work::WorkArgs),
 }
 
 /// `--quiet` was given: no progress on stderr.
@@ -301,6 +305,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             MeasureWhat::Latency(a) => measure::run_latency(a, format),
             MeasureWhat::Pcp(a) => measure_pcp::run(*a, format),
             MeasureWhat::Reuse(a) => measure_reuse::run(a, format),
+            MeasureWhat::Work(a) => measure_work::run(a, format),
         },
         Command::Compare(a) => compare::run(a, format),
         Command::CompareTrace(a) => compare_trace::run(a, format),

@@ -79,6 +79,8 @@ pub struct ParamMove {
 pub struct Comparison {
     /// Model used.
     pub model: String,
+    /// The workload compared (its name; `model` is the fit model that carries its sweep).
+    pub workload: String,
     /// Machine name.
     pub machine: String,
     /// Where the blind parameters came from.
@@ -213,9 +215,6 @@ pub fn compare_sweep(
     } else {
         None
     };
-    let regime = reuse
-        .as_ref()
-        .map_or_else(|| w.kind.name().to_string(), |r| r.model.flow_regime());
     let model: Box<dyn crate::fit::FitModel + '_> = match &reuse {
         Some(r) => Box::new(r.model.clone()),
         None => Box::new(PredictAtHigh { w, machine, knobs }),
@@ -253,8 +252,12 @@ pub fn compare_sweep(
     names.dedup();
     ds.check_workload(&format!("the workload compared, {}", w.name()), &names)?;
     let mut notes = vec![format!(
-        "predicted for kernel {} ({regime})",
-        knobs.kernel_or_default()
+        "predicted for kernel {} ({})",
+        knobs.kernel_or_default(),
+        reuse.as_ref().map_or_else(
+            || format!("the {} kind's rules", w.kind.name()),
+            |r| regimes_by_setting(&r.model, &r.params.values, &ds.x)
+        )
     )];
     if let Some(n) = ds.select_machine(&machine.name) {
         notes.push(n);
@@ -418,6 +421,7 @@ pub fn compare_sweep(
     };
     Ok(Comparison {
         model: model.name().to_string(),
+        workload: w.name().to_string(),
         machine: machine.name.clone(),
         blind_source,
         rows,
@@ -431,6 +435,38 @@ pub fn compare_sweep(
         notes,
         fit_rms_pct,
     })
+}
+
+/// The kernel rule that governs the flow at each swept setting, runs of settings under one rule
+/// joined: "252-4096 pages: ...; 16384-69632 pages: ...".
+fn regimes_by_setting(
+    model: &crate::model::netperf::NetperfModel,
+    params: &[f64],
+    x: &[Vec<f64>],
+) -> String {
+    let mut highs: Vec<u32> = x.iter().map(|v| v[0] as u32).collect();
+    highs.sort_unstable();
+    highs.dedup();
+    let mut runs: Vec<(u32, u32, String)> = Vec::new();
+    for h in highs {
+        let r = model
+            .estimate(params, h)
+            .map_or_else(|e| format!("no regime: {e}"), |e| e.dynamics.regime);
+        match runs.last_mut() {
+            Some(last) if last.2 == r => last.1 = h,
+            _ => runs.push((h, h, r)),
+        }
+    }
+    runs.iter()
+        .map(|(a, b, r)| {
+            if a == b {
+                format!("{a} pages: {r}")
+            } else {
+                format!("{a}-{b} pages: {r}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]

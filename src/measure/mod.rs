@@ -1,6 +1,7 @@
 //! Measuring the running host: load-to-use and core-to-core latencies ([`latency`]), the
 //! safe handling of the sysctl a sweep changes ([`sysctl`]), and the real kernel's behaviour
-//! under a workload at several pcp->high settings ([`pcp`]).
+//! under a workload at several pcp->high settings ([`pcp`]), and a host loop's work per page with
+//! every line local ([`work`]).
 //!
 //! Everything here touches the host (mmap, sched_setaffinity, /proc/sys); nothing here is used by
 //! the models. The command-line side (`pcpmodel measure ...`) adds the progress bar and the signal
@@ -12,6 +13,7 @@ pub mod pcp;
 pub mod reuse;
 pub mod sysctl;
 pub mod trace;
+pub mod work;
 
 use serde::Serialize;
 

@@ -35,6 +35,7 @@ mod kernel_zoneinfo;
 mod literature;
 mod lock;
 mod machine_bounds;
+mod machine_work;
 mod machines;
 mod measure;
 mod memcg_001;

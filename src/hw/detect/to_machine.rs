@@ -507,6 +507,7 @@ impl Detected {
                 max_ghz,
             },
             reuse_ns_per_page: None,
+            work_ns_per_page: Default::default(),
             unknown,
         };
         m.validate(&label).map_err(|e| locate_in_sysfs(&m, e))?;

@@ -30,6 +30,11 @@ pub struct Machine {
     /// the cache term of that placement instead of `latencies x lines / lines in flight`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reuse_ns_per_page: Option<ReuseCosts>,
+    /// Measured work per 4 KiB page of a host loop's slower stage with every line local, by the
+    /// built-in workload that models the loop (`pcpmodel measure work --output`): where present
+    /// it is that workload's fixed work on this machine, instead of thread 004's carried over.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub work_ns_per_page: std::collections::BTreeMap<String, Sourced<f64>>,
     /// Plain statements of what is not known about this machine.
     #[serde(default)]
     pub unknown: Vec<String>,

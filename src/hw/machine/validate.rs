@@ -61,6 +61,9 @@ impl Machine {
                 out.push((format!("reuse_ns_per_page.{name}"), &s.source));
             }
         }
+        for (name, s) in &self.work_ns_per_page {
+            out.push((format!("work_ns_per_page.{name}"), &s.source));
+        }
         out.push(("clock.base_ghz".into(), &self.clock.base_ghz.source));
         if let Some(x) = &self.clock.max_ghz {
             out.push(("clock.max_ghz".into(), &x.source));
@@ -489,6 +492,20 @@ impl Machine {
                     s.value,
                 )?;
             }
+        }
+        for (name, s) in &self.work_ns_per_page {
+            let field = format!("work_ns_per_page.{name}");
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            {
+                return bad(
+                    &field,
+                    format!("'{name}' is not a workload name (lower-case letters, digits and '-')"),
+                );
+            }
+            bounds::WORK_NS_PER_PAGE.check(label, &field, s.value)?;
         }
         if l.l2_hit.value >= l.llc_hit.value {
             return bad(

@@ -468,6 +468,9 @@ fn work_params(w: &WorkloadSpec, machine: &Machine) -> Result<WorkloadParams> {
         }
         return Ok(netperf_params_given(machine, ns, &q.source));
     }
+    if let Some(ns) = measured_work(w, machine)? {
+        return Ok(ns);
+    }
     if let Some(t) = w.op.work.fitted_table() {
         if t != TABLE_004 {
             return Err(Error::invalid(
@@ -480,6 +483,31 @@ fn work_params(w: &WorkloadSpec, machine: &Machine) -> Result<WorkloadParams> {
     } else {
         netperf_params_carried_over(machine)
     }
+}
+
+/// The machine file's measured work for this workload (`work_ns_per_page`, written by `measure
+/// work`), or `None`. Every key must name a built-in workload: a misspelt one would otherwise
+/// be silently unused.
+fn measured_work(w: &WorkloadSpec, machine: &Machine) -> Result<Option<WorkloadParams>> {
+    for key in machine.work_ns_per_page.keys() {
+        if crate::workload::resolve(key).is_err() {
+            return Err(Error::invalid(
+                format!("machine {}", machine.name),
+                format!("work_ns_per_page.{key}"),
+                format!("'{key}' names no built-in workload (see `pcpmodel workloads`); `measure work` writes the workload that models the loop it timed"),
+            ));
+        }
+    }
+    let hit = std::iter::once(w.name.as_str())
+        .chain(w.aliases.iter().map(String::as_str))
+        .find_map(|n| machine.work_ns_per_page.get_key_value(n));
+    Ok(hit.map(|(key, s)| {
+        netperf_params_given(
+            machine,
+            s.value,
+            &format!("the machine file's work_ns_per_page.{key}, {}", s.source),
+        )
+    }))
 }
 
 impl Kind for ProducerConsumer {
@@ -752,7 +780,7 @@ impl Kind for ProducerConsumer {
                 sig(wp.values[1], 4)
             ),
             WorkloadSource::Given { source } => format!(
-                "fixed work {} ns/page given by the workload file ({source}); no score scale",
+                "fixed work {} ns/page given ({source}); no score scale",
                 sig(wp.values[1], 4)
             ),
             WorkloadSource::CarriedOver { from } => format!(
