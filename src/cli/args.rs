@@ -338,6 +338,22 @@ pub mod ranges {
         "s",
         "below a millisecond the run measures the clock; above ten minutes a sweep runs for days",
     );
+    /// `record --seconds`.
+    pub const RECORD_SECONDS: Range = Range::real(
+        "a recording",
+        0.001,
+        86_400.0,
+        "s",
+        "a flow file grows by megabytes per second of a busy stream; a day is the most worth keeping",
+    );
+    /// `record --buffer-kb`: the per-CPU trace buffer.
+    pub const TRACE_BUFFER_KB: Range = Range::int(
+        "a trace buffer",
+        64.0,
+        4_194_304.0,
+        "KiB",
+        "tracefs needs a few pages per CPU; 4 GiB per CPU exhausts most machines' memory",
+    );
     /// A CPU number (`--cpus`).
     pub const CPU_ID: Range = Range::int(
         "a CPU number",

@@ -30,6 +30,7 @@ mod measure_work;
 mod memcg;
 mod optimal_high;
 mod predict;
+mod record;
 mod validate;
 mod workloads;
 mod zoneinfo;
@@ -160,6 +161,10 @@ pub enum Command {
     /// A kmem tracepoint trace of the host kernel (tools/trace_pcp_flow.py --json) beside the
     /// model's kernel rules over the same flow: refills and drains per write, their sizes.
     CompareTrace(compare_trace::Args),
+    /// Record a workload's page flow from the kmem tracepoints (root) into a flow file: runs of
+    /// allocations and frees per CPU, task and order, the kernel's refills and drains, the
+    /// pagesets before and after. tracefs is restored on every exit.
+    Record(record::RecordArgs),
 }
 
 /// What to draw (`pcpmodel plot ...`: SVG figures).
@@ -309,6 +314,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         },
         Command::Compare(a) => compare::run(a, format),
         Command::CompareTrace(a) => compare_trace::run(a, format),
+        Command::Record(a) => record::run(a, format),
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod latency;
 pub mod pcp;
+pub mod record;
 pub mod reuse;
 pub mod sysctl;
 pub mod trace;

@@ -48,6 +48,7 @@ mod order4_pcp_003;
 mod perflock;
 mod process_life;
 mod readme_examples;
+mod record;
 mod refill_check_placement;
 mod repro_t3;
 mod reuse_vs_kernel_state;

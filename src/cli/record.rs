@@ -1,0 +1,206 @@
+//! `pcpmodel record`: a workload's page flow from the kmem tracepoints, as a flow file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use pcpmodel::measure::record::{self, tracefs, Prepared, RecordConfig};
+use pcpmodel::output::report::{sig, Format, Report, Table};
+use serde_json::json;
+
+/// Arguments of `pcpmodel record`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Records every page allocation and free (mm_page_alloc, mm_page_free, mm_page_free_batched) with
+its CPU, task and order, and the kernel's refills (mm_page_alloc_zone_locked with
+percpu_refill=1, grouped per rmqueue_bulk() call) and drains (mm_page_pcpu_drain, grouped per
+free_pcppages_bulk() call), while CMD runs or for --seconds. The flow file holds per CPU the
+runs of allocations and frees by order and task, the recorded refills and drains, each zone's
+pagesets from /proc/zoneinfo at the start and the end, the kernel version and the sysctls that
+decide the flow (vm.percpu_pagelist_high_fraction, net.core.skb_defer_max). It is text, one
+line per run, written as the trace streams in.
+
+Needs root. tracefs is mounted if no mount is found. Every tracefs file changed (tracing_on,
+buffer_size_kb, the events' enable) is journalled first and restored on every exit: a normal
+end, an error, Ctrl-C, SIGTERM; after a SIGKILL, `pcpmodel record --recover` restores from the
+journal (and the next recording does so before it starts).
+
+Examples:
+  sudo pcpmodel record --seconds 10 -o udp.flow -- netperf -t UDP_STREAM -l 10
+  sudo pcpmodel record --seconds 5 --cpus 0,1 -o idle.flow
+  sudo pcpmodel record --recover")]
+pub struct RecordArgs {
+    /// Seconds to record: the whole system for this long without a command; with a command,
+    /// at most this long (the command is then killed).
+    #[arg(long, value_parser = super::args::bounded::<f64>(&super::args::ranges::RECORD_SECONDS))]
+    pub seconds: Option<f64>,
+    /// The flow file to write.
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "FLOW",
+        default_value = "pcpmodel.flow"
+    )]
+    pub output: PathBuf,
+    /// Keep only these CPUs' events (comma separated; default every CPU).
+    #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u32>(&super::args::ranges::CPU_ID))]
+    pub cpus: Option<Vec<u32>>,
+    /// Per-CPU trace buffer during the recording, KiB.
+    #[arg(long, default_value_t = 16384, value_parser = super::args::bounded::<u64>(&super::args::ranges::TRACE_BUFFER_KB))]
+    pub buffer_kb: u64,
+    /// Journal of the tracefs values (lets a later run restore after a SIGKILL).
+    #[arg(long, default_value = record::DEFAULT_JOURNAL)]
+    pub journal: PathBuf,
+    /// Only replay the journal (restore what a killed recording left changed) and exit.
+    #[arg(long)]
+    pub recover: bool,
+    /// tracefs directory (default: found, or mounted at /sys/kernel/tracing).
+    #[arg(long, hide = true)]
+    pub tracefs: Option<PathBuf>,
+    /// Root of /proc (zoneinfo, osrelease, sysctls).
+    #[arg(long, hide = true, default_value = "/proc")]
+    pub proc: PathBuf,
+    /// The command to record, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn say_recovered(r: &tracefs::Recovered, journal: &std::path::Path) -> String {
+    format!(
+        "restored {} tracefs file(s){} from {}",
+        r.restored.len(),
+        r.unmounted
+            .as_ref()
+            .map_or(String::new(), |m| format!(" and unmounted {}", m.display())),
+        journal.display()
+    )
+}
+
+/// Runs `pcpmodel record`.
+pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
+    if args.recover {
+        match tracefs::recover(&args.journal)? {
+            Some(r) => println!("{}", say_recovered(&r, &args.journal)),
+            None => println!(
+                "No journal at {}: nothing to restore",
+                args.journal.display()
+            ),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cfg = RecordConfig {
+        tracefs: args.tracefs.clone(),
+        proc_root: args.proc.clone(),
+        seconds: args.seconds,
+        command: args.command.clone(),
+        cpus: args.cpus.clone().unwrap_or_default(),
+        buffer_kb: args.buffer_kb,
+        output: args.output.clone(),
+        journal: args.journal.clone(),
+    };
+    let prepared = Prepared::new(cfg)?;
+    if let Some(r) = &prepared.recovered {
+        eprintln!(
+            "Note: a journal from a recording that did not finish was replayed: {}",
+            say_recovered(r, &args.journal)
+        );
+    }
+    let guard = Arc::clone(&prepared.guard);
+    let partial = record::partial_path(&args.output);
+    {
+        let g = Arc::clone(&guard);
+        let partial = partial.clone();
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+        ])
+        .context("cannot install the SIGINT/SIGTERM handler")?;
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                match g.restore() {
+                    Ok(()) => eprintln!("\nInterrupted (signal {sig}): tracefs restored"),
+                    Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
+                }
+                let _ = std::fs::remove_file(&partial);
+                std::process::exit(128 + sig);
+            }
+        });
+    }
+    let pb = super::progress_bar(0, false);
+    let s = prepared.run(&mut |secs, lines| {
+        pb.set_message(format!("recording: {secs:.1} s, {lines} flow lines"));
+        pb.tick();
+    });
+    pb.finish_and_clear();
+    let s = match s {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e.into());
+        }
+    };
+    let mut t = Table::new([
+        "CPU",
+        "allocations",
+        "pages allocated",
+        "frees",
+        "pages freed",
+        "refills",
+        "pages per refill",
+        "drains",
+        "pages per drain",
+        "lost events",
+    ])
+    .titled(format!(
+        "{} s recorded on kernel {} into {} ({} lines, {} bytes)",
+        sig(s.end.seconds, 3),
+        s.meta.kernel,
+        s.output,
+        s.end.lines,
+        s.bytes
+    ));
+    let per = |pages: u64, n: u64| {
+        if n == 0 {
+            "-".to_string()
+        } else {
+            sig(pages as f64 / n as f64, 3)
+        }
+    };
+    for (cpu, c) in &s.end.cpus {
+        t.push([
+            cpu.clone(),
+            c.allocs.to_string(),
+            c.alloc_pages.to_string(),
+            c.frees.to_string(),
+            c.free_pages.to_string(),
+            c.refills.to_string(),
+            per(c.refill_pages, c.refills),
+            c.drains.to_string(),
+            per(c.drain_pages, c.drains),
+            c.lost.to_string(),
+        ]);
+    }
+    let mut notes =
+        vec!["tracefs restored (tracing_on, buffer_size_kb, the events' enable).".to_string()];
+    let lost: u64 = s.end.cpus.values().map(|c| c.lost).sum();
+    if lost > 0 {
+        notes.push(format!(
+            "The trace lost {lost} events (the reader fell behind): raise --buffer-kb or record fewer CPUs; runs around a loss are cut short."
+        ));
+    }
+    if let Some(code) = s.command_status {
+        if code != 0 {
+            notes.push(format!("The command exited with status {code}."));
+        }
+    }
+    let report = Report {
+        json: json!({"output": s.output, "bytes": s.bytes, "meta": s.meta, "end": s.end,
+            "command_status": s.command_status, "skipped_lines": s.skipped_lines,
+            "direct_zone_locked": s.direct_zone_locked}),
+        tables: vec![t],
+        notes,
+    };
+    super::print_report(&report, format);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,720 @@
+//! The flow file `pcpmodel record` writes: a recorded page flow, line by line, so a long
+//! recording is written and read as a stream.
+//!
+//! ```text
+//! # pcpmodel flow 1
+//! meta {"kernel": "6.18.0", ...}            the recording: kernel, sysctls, events, command
+//! pagesets_start {"0/Normal": {...}}       each zone's managed pages and per-CPU pageset
+//! a CPU PID ORDER COUNT [xREPEAT]          a run of COUNT allocations of ORDER by task PID
+//! f CPU PID ORDER COUNT [xREPEAT]          a run of frees (mm_page_free, mm_page_free_batched)
+//! R CPU PAGES                              a refill: rmqueue_bulk() took PAGES under zone->lock
+//! D CPU PAGES                              a drain: free_pcppages_bulk() gave PAGES back
+//! L CPU EVENTS                             the trace lost EVENTS events of that CPU
+//! pagesets_end {...}
+//! end {"lines": ..., "cpus": {...}}        totals, checked against the lines when read
+//! ```
+//! `xREPEAT` stands for the same run REPEAT times in a row on that CPU. Lines of one CPU are in
+//! that CPU's order; lines of different CPUs interleave as the trace delivered them.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// First line of every flow file.
+pub const MAGIC: &str = "# pcpmodel flow 1";
+
+/// One CPU's pageset as /proc/zoneinfo prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PagesetValues {
+    /// Pages on the CPU's lists.
+    pub count: i64,
+    /// pcp->high (the live value on auto-tuning kernels).
+    pub high: i64,
+    /// pcp->batch.
+    pub batch: i64,
+    /// high_min (6.13+ prints it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_min: Option<i64>,
+    /// high_max (6.13+ prints it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_max: Option<i64>,
+}
+
+/// One zone's pagesets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZonePagesets {
+    /// Managed pages.
+    pub managed: u64,
+    /// Per CPU (its number as a string, as JSON keys are).
+    pub cpus: BTreeMap<String, PagesetValues>,
+}
+
+/// Zones by `node/Zone` (`0/Normal`).
+pub type Pagesets = BTreeMap<String, ZonePagesets>;
+
+/// The pagesets of a parsed /proc/zoneinfo (populated zones only).
+pub fn pagesets_of(z: &crate::kernel::zoneinfo::ZoneInfo) -> Pagesets {
+    z.zones
+        .iter()
+        .filter(|zr| zr.managed_pages > 0)
+        .map(|zr| {
+            (
+                format!("{}/{}", zr.node, zr.kind.name()),
+                ZonePagesets {
+                    managed: zr.managed_pages,
+                    cpus: zr
+                        .pagesets
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.cpu.to_string(),
+                                PagesetValues {
+                                    count: p.count_pages,
+                                    high: p.high_pages,
+                                    batch: p.batch_pages,
+                                    high_min: p.high_min_pages,
+                                    high_max: p.high_max_pages,
+                                },
+                            )
+                        })
+                        .collect(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The recording's circumstances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowMeta {
+    /// `uname -r` of the recorded kernel.
+    pub kernel: String,
+    /// When the recording started (UTC date).
+    pub date_utc: String,
+    /// The command recorded (empty: the whole system for `seconds`).
+    pub command: Vec<String>,
+    /// CPUs whose events were kept (empty: every CPU).
+    pub cpus: Vec<u32>,
+    /// Sysctls that decide the flow, as read at the start (absent ones left out).
+    pub sysctl: BTreeMap<String, i64>,
+    /// The kmem events enabled.
+    pub events: Vec<String>,
+    /// Per-CPU trace buffer during the recording, KiB.
+    pub buffer_size_kb: u64,
+}
+
+/// Totals of one CPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuTotals {
+    /// Allocation events.
+    pub allocs: u64,
+    /// Base pages allocated.
+    pub alloc_pages: u64,
+    /// Free events.
+    pub frees: u64,
+    /// Base pages freed.
+    pub free_pages: u64,
+    /// Refill calls.
+    pub refills: u64,
+    /// Pages refilled.
+    pub refill_pages: u64,
+    /// Drain calls.
+    pub drains: u64,
+    /// Pages drained.
+    pub drain_pages: u64,
+    /// Events the trace lost.
+    pub lost: u64,
+}
+
+/// The last line: totals, checked against the file's lines when it is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowEnd {
+    /// Seconds recorded.
+    pub seconds: f64,
+    /// Flow lines (a, f, R, D, L) in the file.
+    pub lines: u64,
+    /// Per CPU.
+    pub cpus: BTreeMap<String, CpuTotals>,
+}
+
+/// Allocation or free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    /// mm_page_alloc.
+    Alloc,
+    /// mm_page_free or mm_page_free_batched.
+    Free,
+}
+
+/// One line of the flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FlowLine {
+    /// `count` events of `op` at `order` by task `pid` on `cpu`, `repeat` times in a row.
+    Run {
+        /// CPU.
+        cpu: u32,
+        /// Task.
+        pid: u32,
+        /// Allocation or free.
+        op: Op,
+        /// Order.
+        order: u8,
+        /// Events in the run.
+        count: u64,
+        /// The same run this many times in a row (1: once).
+        repeat: u64,
+    },
+    /// A refill of `pages` on `cpu`.
+    Refill {
+        /// CPU.
+        cpu: u32,
+        /// Base pages.
+        pages: u64,
+    },
+    /// A drain of `pages` from `cpu`'s lists.
+    Drain {
+        /// CPU.
+        cpu: u32,
+        /// Base pages.
+        pages: u64,
+    },
+    /// `events` lost from `cpu`'s trace buffer.
+    Lost {
+        /// CPU.
+        cpu: u32,
+        /// Events.
+        events: u64,
+    },
+}
+
+impl FlowLine {
+    fn cpu(&self) -> u32 {
+        match *self {
+            FlowLine::Run { cpu, .. }
+            | FlowLine::Refill { cpu, .. }
+            | FlowLine::Drain { cpu, .. }
+            | FlowLine::Lost { cpu, .. } => cpu,
+        }
+    }
+
+    fn add_to(&self, t: &mut CpuTotals) {
+        match *self {
+            FlowLine::Run {
+                op,
+                order,
+                count,
+                repeat,
+                ..
+            } => {
+                let (n, pages) = (count * repeat, (count * repeat) << order);
+                match op {
+                    Op::Alloc => {
+                        t.allocs += n;
+                        t.alloc_pages += pages;
+                    }
+                    Op::Free => {
+                        t.frees += n;
+                        t.free_pages += pages;
+                    }
+                }
+            }
+            FlowLine::Refill { pages, .. } => {
+                t.refills += 1;
+                t.refill_pages += pages;
+            }
+            FlowLine::Drain { pages, .. } => {
+                t.drains += 1;
+                t.drain_pages += pages;
+            }
+            FlowLine::Lost { events, .. } => t.lost += events,
+        }
+    }
+
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        match *self {
+            FlowLine::Run {
+                cpu,
+                pid,
+                op,
+                order,
+                count,
+                repeat,
+            } => {
+                let c = if op == Op::Alloc { 'a' } else { 'f' };
+                if repeat > 1 {
+                    writeln!(w, "{c} {cpu} {pid} {order} {count} x{repeat}")
+                } else {
+                    writeln!(w, "{c} {cpu} {pid} {order} {count}")
+                }
+            }
+            FlowLine::Refill { cpu, pages } => writeln!(w, "R {cpu} {pages}"),
+            FlowLine::Drain { cpu, pages } => writeln!(w, "D {cpu} {pages}"),
+            FlowLine::Lost { cpu, events } => writeln!(w, "L {cpu} {events}"),
+        }
+    }
+}
+
+/// Writes a flow file, compressing each CPU's repeated runs.
+pub struct FlowWriter<W: Write> {
+    out: W,
+    label: String,
+    /// Per CPU: the run held back while it repeats.
+    held: BTreeMap<u32, FlowLine>,
+    totals: BTreeMap<u32, CpuTotals>,
+    lines: u64,
+}
+
+impl<W: Write> FlowWriter<W> {
+    /// Starts the file: magic, meta, the pagesets at the start.
+    pub fn new(mut out: W, label: &str, meta: &FlowMeta, start: &Pagesets) -> Result<Self> {
+        let e = |x: std::io::Error| Error::io(label, x);
+        writeln!(out, "{MAGIC}").map_err(e)?;
+        writeln!(out, "meta {}", to_json(meta)).map_err(e)?;
+        writeln!(out, "pagesets_start {}", to_json(start)).map_err(e)?;
+        Ok(FlowWriter {
+            out,
+            label: label.to_string(),
+            held: BTreeMap::new(),
+            totals: BTreeMap::new(),
+            lines: 0,
+        })
+    }
+
+    fn emit(&mut self, l: FlowLine) -> Result<()> {
+        l.add_to(self.totals.entry(l.cpu()).or_default());
+        self.lines += 1;
+        l.write_to(&mut self.out)
+            .map_err(|x| Error::io(&self.label, x))
+    }
+
+    fn flush_cpu(&mut self, cpu: u32) -> Result<()> {
+        if let Some(h) = self.held.remove(&cpu) {
+            self.emit(h)?;
+        }
+        Ok(())
+    }
+
+    /// Adds one line (a run with `repeat` 1, or a refill, drain or loss).
+    pub fn push(&mut self, l: FlowLine) -> Result<()> {
+        let cpu = l.cpu();
+        match l {
+            FlowLine::Run {
+                pid,
+                op,
+                order,
+                count,
+                ..
+            } => {
+                if let Some(FlowLine::Run {
+                    pid: p,
+                    op: o,
+                    order: r,
+                    count: c,
+                    repeat,
+                    ..
+                }) = self.held.get_mut(&cpu)
+                {
+                    if (*p, *o, *r, *c) == (pid, op, order, count) {
+                        *repeat += 1;
+                        return Ok(());
+                    }
+                }
+                self.flush_cpu(cpu)?;
+                self.held.insert(cpu, l);
+                Ok(())
+            }
+            _ => {
+                self.flush_cpu(cpu)?;
+                self.emit(l)
+            }
+        }
+    }
+
+    /// Ends the file: held runs, the pagesets at the end, the totals. Returns the totals.
+    pub fn finish(mut self, end_pagesets: &Pagesets, seconds: f64) -> Result<FlowEnd> {
+        let cpus: Vec<u32> = self.held.keys().copied().collect();
+        for c in cpus {
+            self.flush_cpu(c)?;
+        }
+        let end = FlowEnd {
+            seconds,
+            lines: self.lines,
+            cpus: self
+                .totals
+                .iter()
+                .map(|(c, t)| (c.to_string(), t.clone()))
+                .collect(),
+        };
+        let e = |x: std::io::Error| Error::io(&self.label, x);
+        writeln!(self.out, "pagesets_end {}", to_json(end_pagesets)).map_err(e)?;
+        writeln!(self.out, "end {}", to_json(&end)).map_err(e)?;
+        self.out.flush().map_err(e)?;
+        Ok(end)
+    }
+}
+
+/// A value as one line of JSON (every type written here serialises).
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+/// A flow file read as a stream: the header on open, then [`FlowReader::next_line`] until
+/// `None`, after which [`FlowReader::end`] holds the checked totals.
+pub struct FlowReader<R: BufRead> {
+    input: R,
+    label: String,
+    line_no: usize,
+    buf: String,
+    /// The recording's circumstances.
+    pub meta: FlowMeta,
+    /// Pagesets at the start.
+    pub start: Pagesets,
+    /// Pagesets at the end (after the flow lines).
+    pub end_pagesets: Option<Pagesets>,
+    /// The totals line, checked.
+    pub end: Option<FlowEnd>,
+    totals: BTreeMap<u32, CpuTotals>,
+    lines: u64,
+}
+
+fn keyed<'a>(label: &str, no: usize, line: &'a str, key: &str) -> Result<&'a str> {
+    line.strip_prefix(key)
+        .and_then(|r| r.strip_prefix(' '))
+        .ok_or_else(|| {
+            Error::parse(
+                label,
+                no,
+                key,
+                format!("expected the `{key} {{...}}` line, found '{}'", clip(line)),
+            )
+        })
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(60).collect()
+}
+
+fn json_of<T: serde::de::DeserializeOwned>(
+    label: &str,
+    no: usize,
+    key: &str,
+    s: &str,
+) -> Result<T> {
+    serde_json::from_str(s).map_err(|e| Error::parse(label, no, key, e.to_string()))
+}
+
+impl<R: BufRead> FlowReader<R> {
+    /// Reads the header (magic, meta, pagesets_start).
+    pub fn open(input: R, label: &str) -> Result<Self> {
+        let mut r = FlowReader {
+            input,
+            label: label.to_string(),
+            line_no: 0,
+            buf: String::new(),
+            meta: FlowMeta {
+                kernel: String::new(),
+                date_utc: String::new(),
+                command: Vec::new(),
+                cpus: Vec::new(),
+                sysctl: BTreeMap::new(),
+                events: Vec::new(),
+                buffer_size_kb: 0,
+            },
+            start: Pagesets::new(),
+            end_pagesets: None,
+            end: None,
+            totals: BTreeMap::new(),
+            lines: 0,
+        };
+        let first = r.read_raw()?.unwrap_or_default();
+        if first != MAGIC {
+            return Err(Error::parse(
+                label,
+                1,
+                "header",
+                format!(
+                    "'{}' is not a pcpmodel flow file (first line must be '{MAGIC}')",
+                    clip(&first)
+                ),
+            ));
+        }
+        let l = r.read_raw()?.unwrap_or_default();
+        let meta: FlowMeta = json_of(
+            label,
+            r.line_no,
+            "meta",
+            keyed(label, r.line_no, &l, "meta")?,
+        )?;
+        crate::kernel::version::KernelVersion::parse_release(&meta.kernel)
+            .map_err(|e| Error::parse(label, r.line_no, "meta.kernel", e.to_string()))?;
+        r.meta = meta;
+        let l = r.read_raw()?.unwrap_or_default();
+        r.start = json_of(
+            label,
+            r.line_no,
+            "pagesets_start",
+            keyed(label, r.line_no, &l, "pagesets_start")?,
+        )?;
+        Ok(r)
+    }
+
+    fn read_raw(&mut self) -> Result<Option<String>> {
+        self.buf.clear();
+        let n = self
+            .input
+            .read_line(&mut self.buf)
+            .map_err(|e| Error::io(&self.label, e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line_no += 1;
+        Ok(Some(self.buf.trim_end_matches(['\n', '\r']).to_string()))
+    }
+
+    /// The next flow line; `None` after the `end` line, whose totals must match the lines read.
+    pub fn next_line(&mut self) -> Result<Option<FlowLine>> {
+        if self.end.is_some() {
+            return Ok(None);
+        }
+        let Some(l) = self.read_raw()? else {
+            return Err(Error::parse(
+                &self.label,
+                self.line_no + 1,
+                "end",
+                "the file ends before its `end` line (truncated?)",
+            ));
+        };
+        let (no, label) = (self.line_no, self.label.clone());
+        if let Some(rest) = l.strip_prefix("pagesets_end ") {
+            self.end_pagesets = Some(json_of(&label, no, "pagesets_end", rest)?);
+            return self.next_line();
+        }
+        if let Some(rest) = l.strip_prefix("end ") {
+            let end: FlowEnd = json_of(&label, no, "end", rest)?;
+            self.check_end(&end, no)?;
+            self.end = Some(end);
+            return Ok(None);
+        }
+        let line = parse_line(&label, no, &l)?;
+        line.add_to(self.totals.entry(line.cpu()).or_default());
+        self.lines += 1;
+        Ok(Some(line))
+    }
+
+    fn check_end(&self, end: &FlowEnd, no: usize) -> Result<()> {
+        if self.end_pagesets.is_none() {
+            return Err(Error::parse(
+                &self.label,
+                no,
+                "pagesets_end",
+                "no `pagesets_end` line before `end`",
+            ));
+        }
+        if end.lines != self.lines {
+            return Err(Error::parse(
+                &self.label,
+                no,
+                "end.lines",
+                format!(
+                    "says {} flow lines, the file has {} (edited or cut?)",
+                    end.lines, self.lines
+                ),
+            ));
+        }
+        let read: BTreeMap<String, CpuTotals> = self
+            .totals
+            .iter()
+            .map(|(c, t)| (c.to_string(), t.clone()))
+            .collect();
+        if let Some((cpu, t)) = end.cpus.iter().find(|(c, t)| read.get(*c) != Some(t)) {
+            return Err(Error::parse(
+                &self.label,
+                no,
+                format!("end.cpus.{cpu}"),
+                format!(
+                    "totals {t:?} differ from the lines' {:?} (edited?)",
+                    read.get(cpu)
+                ),
+            ));
+        }
+        if let Some(cpu) = read.keys().find(|c| !end.cpus.contains_key(*c)) {
+            return Err(Error::parse(
+                &self.label,
+                no,
+                format!("end.cpus.{cpu}"),
+                "the lines have this CPU, the totals do not (edited?)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses one flow line.
+pub fn parse_line(label: &str, no: usize, l: &str) -> Result<FlowLine> {
+    let f: Vec<&str> = l.split_ascii_whitespace().collect();
+    let bad = |field: &str, msg: String| Error::parse(label, no, field, msg);
+    let num = |i: usize, field: &str| -> Result<u64> {
+        let s = f
+            .get(i)
+            .ok_or_else(|| bad(field, format!("missing in '{}'", clip(l))))?;
+        s.parse::<u64>()
+            .map_err(|_| bad(field, format!("'{s}' is not a whole number >= 0")))
+    };
+    let cpu = |i: usize| -> Result<u32> {
+        let c = num(i, "cpu")?;
+        if c >= crate::kernel::zoneinfo::MAX_NR_CPUS as u64 {
+            return Err(bad("cpu", format!("{c} is above the kernel's CPU limit")));
+        }
+        Ok(c as u32)
+    };
+    let exact = |n: usize| -> Result<()> {
+        if f.len() != n {
+            return Err(bad(
+                "line",
+                format!("'{}' has {} fields, expected {n}", clip(l), f.len()),
+            ));
+        }
+        Ok(())
+    };
+    match f.first().copied() {
+        Some(k @ ("a" | "f")) => {
+            if !(5..=6).contains(&f.len()) {
+                exact(5)?;
+            }
+            let pid = num(2, "pid")?;
+            let order = num(3, "order")?;
+            if order > 10 {
+                return Err(bad(
+                    "order",
+                    format!("{order} is above the largest order, 10"),
+                ));
+            }
+            let count = num(4, "count")?;
+            if count == 0 {
+                return Err(bad("count", "a run has at least one event".into()));
+            }
+            let repeat = match f.get(5) {
+                None => 1,
+                Some(s) => s
+                    .strip_prefix('x')
+                    .and_then(|r| r.parse::<u64>().ok())
+                    .filter(|r| *r >= 1)
+                    .ok_or_else(|| bad("repeat", format!("'{s}' is not xN with N >= 1")))?,
+            };
+            Ok(FlowLine::Run {
+                cpu: cpu(1)?,
+                pid: u32::try_from(pid).map_err(|_| bad("pid", format!("{pid} is not a pid")))?,
+                op: if k == "a" { Op::Alloc } else { Op::Free },
+                order: order as u8,
+                count,
+                repeat,
+            })
+        }
+        Some(k @ ("R" | "D" | "L")) => {
+            exact(3)?;
+            let (c, n) = (cpu(1)?, num(2, if k == "L" { "events" } else { "pages" })?);
+            Ok(match k {
+                "R" => FlowLine::Refill { cpu: c, pages: n },
+                "D" => FlowLine::Drain { cpu: c, pages: n },
+                _ => FlowLine::Lost { cpu: c, events: n },
+            })
+        }
+        _ => Err(bad(
+            "line",
+            format!(
+                "'{}' is not a flow line (a, f, R, D, L, pagesets_end, end)",
+                clip(l)
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> FlowMeta {
+        FlowMeta {
+            kernel: "6.18.0".into(),
+            date_utc: "2026-12-06".into(),
+            command: vec![],
+            cpus: vec![],
+            sysctl: BTreeMap::new(),
+            events: vec!["mm_page_alloc".into()],
+            buffer_size_kb: 1024,
+        }
+    }
+
+    fn run(cpu: u32, op: Op, order: u8, count: u64) -> FlowLine {
+        FlowLine::Run {
+            cpu,
+            pid: 7,
+            op,
+            order,
+            count,
+            repeat: 1,
+        }
+    }
+
+    fn written(lines: &[FlowLine]) -> String {
+        let mut out = Vec::new();
+        let w = FlowWriter::new(&mut out, "t", &meta(), &Pagesets::new()).unwrap();
+        let mut w = w;
+        for l in lines {
+            w.push(*l).unwrap();
+        }
+        w.finish(&Pagesets::new(), 1.0).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn repeated_runs_are_compressed_and_read_back_with_the_same_totals() {
+        let mut v = Vec::new();
+        for _ in 0..5 {
+            v.push(run(0, Op::Alloc, 3, 8));
+        }
+        v.push(FlowLine::Refill { cpu: 0, pages: 56 });
+        v.push(run(1, Op::Free, 3, 8));
+        v.push(FlowLine::Drain { cpu: 1, pages: 64 });
+        let text = written(&v);
+        assert!(text.contains("a 0 7 3 8 x5\n"), "{text}");
+        let mut r = FlowReader::open(text.as_bytes(), "t").unwrap();
+        let mut n = 0;
+        while let Some(_l) = r.next_line().unwrap() {
+            n += 1;
+        }
+        assert_eq!(n, 4);
+        let t = &r.end.unwrap().cpus["0"];
+        assert_eq!((t.allocs, t.alloc_pages, t.refill_pages), (40, 320, 56));
+    }
+
+    #[test]
+    fn a_cut_or_edited_file_is_an_error_with_its_line() {
+        let text = written(&[run(0, Op::Alloc, 0, 3), run(0, Op::Free, 0, 3)]);
+        let read_all = |t: &str| -> Result<()> {
+            let mut r = FlowReader::open(t.as_bytes(), "flow")?;
+            while r.next_line()?.is_some() {}
+            Ok(())
+        };
+        read_all(&text).unwrap();
+        let cut: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
+        let e = read_all(&cut).unwrap_err().to_string();
+        assert!(e.contains("flow:5") && e.contains("truncated"), "{e}");
+        let edited = text.replace("f 0 7 0 3", "f 0 7 0 4");
+        let e = read_all(&edited).unwrap_err().to_string();
+        assert!(e.contains("end.cpus.0"), "{e}");
+        let bad = text.replace("f 0 7 0 3", "f 0 7 11 3");
+        let e = read_all(&bad).unwrap_err().to_string();
+        assert!(e.contains("flow:5") && e.contains("order"), "{e}");
+        let e = read_all("hello\n").unwrap_err().to_string();
+        assert!(e.contains("flow:1"), "{e}");
+    }
+}

@@ -1,0 +1,361 @@
+//! `pcpmodel record`: a workload's page flow on this host from the kmem tracepoints, written as
+//! a flow file ([`flow`]) that `replay` runs through the model's kernel rules at other settings.
+//!
+//! The recording enables the kmem events ([`parse::EVENTS`]) through tracefs (mounting it if no
+//! mount is found), streams `trace_pipe` into per-CPU runs while the command runs (or for the
+//! given seconds), and reads each zone's pagesets from /proc/zoneinfo before and after. Every
+//! tracefs file it changes is restored on every exit path ([`tracefs::TracefsGuard`]); the
+//! binary's SIGINT/SIGTERM handler restores through the same guard, and `--recover` replays the
+//! journal a SIGKILL leaves.
+
+pub mod flow;
+pub mod parse;
+pub mod tracefs;
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use flow::{FlowEnd, FlowMeta, FlowWriter, Pagesets};
+use parse::{Grouper, EVENTS};
+use tracefs::TracefsGuard;
+
+/// Default journal of the tracefs guard.
+pub const DEFAULT_JOURNAL: &str = "/var/tmp/pcpmodel-record.journal";
+
+/// Where tracefs is looked for, in order.
+const TRACEFS_DIRS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    /// tracefs directory (`None`: find it, or mount it at /sys/kernel/tracing).
+    pub tracefs: Option<PathBuf>,
+    /// Root of /proc (zoneinfo, sys/kernel/osrelease, the sysctls).
+    pub proc_root: PathBuf,
+    /// Seconds to record: the whole recording without a command, at most this with one.
+    pub seconds: Option<f64>,
+    /// The command to run and record (empty: the whole system).
+    pub command: Vec<String>,
+    /// Keep only these CPUs' events (empty: all).
+    pub cpus: Vec<u32>,
+    /// Per-CPU trace buffer, KiB.
+    pub buffer_kb: u64,
+    /// The flow file to write.
+    pub output: PathBuf,
+    /// Journal of the tracefs guard.
+    pub journal: PathBuf,
+}
+
+/// A recording set up: the guard holds the journal, nothing in tracefs changed yet.
+pub struct Prepared {
+    cfg: RecordConfig,
+    tracefs: PathBuf,
+    meta: FlowMeta,
+    start: Pagesets,
+    /// The guard (shared with the signal handler).
+    pub guard: Arc<TracefsGuard>,
+    /// What an earlier run's journal restored.
+    pub recovered: Option<tracefs::Recovered>,
+}
+
+/// The result of a recording.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordSummary {
+    /// The flow file written.
+    pub output: String,
+    /// Its size, bytes.
+    pub bytes: u64,
+    /// The recording's circumstances.
+    pub meta: FlowMeta,
+    /// Totals per CPU.
+    pub end: FlowEnd,
+    /// The command's exit status (`None`: no command, or stopped at --seconds).
+    pub command_status: Option<i32>,
+    /// Trace lines that were no event of the recording.
+    pub skipped_lines: u64,
+    /// Blocks taken under zone->lock not for the per-CPU lists.
+    pub direct_zone_locked: u64,
+}
+
+fn read_trim(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| Error::io(path.display().to_string(), e))
+}
+
+/// The flow file's temporary name while it is written.
+pub fn partial_path(output: &Path) -> PathBuf {
+    let mut s = output.as_os_str().to_owned();
+    s.push(".partial");
+    PathBuf::from(s)
+}
+
+fn zoneinfo(proc_root: &Path) -> Result<Pagesets> {
+    let z = crate::kernel::zoneinfo::read_zoneinfo(&proc_root.join("zoneinfo"))?;
+    Ok(flow::pagesets_of(&z))
+}
+
+/// Finds tracefs: (directory, whether it must be mounted there first).
+fn locate_tracefs(given: Option<&Path>) -> Result<(PathBuf, bool)> {
+    if let Some(d) = given {
+        if !d.join("trace_pipe").exists() {
+            return Err(Error::Unsupported(format!(
+                "{}: no trace_pipe there (not a tracefs directory)",
+                d.display()
+            )));
+        }
+        return Ok((d.to_path_buf(), false));
+    }
+    for d in TRACEFS_DIRS {
+        if Path::new(d).join("trace_pipe").exists() {
+            return Ok((PathBuf::from(d), false));
+        }
+    }
+    Ok((PathBuf::from(TRACEFS_DIRS[0]), true))
+}
+
+impl Prepared {
+    /// Checks everything the recording needs and takes the guard (replaying an earlier run's
+    /// journal first). Changes nothing in tracefs but a mount, when none is found.
+    pub fn new(cfg: RecordConfig) -> Result<Prepared> {
+        if let Some(s) = cfg.seconds {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(Error::Unsupported(format!(
+                    "--seconds {s}: give a positive time"
+                )));
+            }
+        }
+        if cfg.command.is_empty() && cfg.seconds.is_none() {
+            return Err(Error::Unsupported(
+                "record: give a command after -- or --seconds for the whole system".into(),
+            ));
+        }
+        let kernel = read_trim(&cfg.proc_root.join("sys/kernel/osrelease"))?;
+        crate::kernel::version::KernelVersion::parse_release(&kernel)?;
+        let mut sysctl = std::collections::BTreeMap::new();
+        for (name, rel) in [
+            (
+                "vm.percpu_pagelist_high_fraction",
+                "sys/vm/percpu_pagelist_high_fraction",
+            ),
+            ("net.core.skb_defer_max", "sys/net/core/skb_defer_max"),
+        ] {
+            let p = cfg.proc_root.join(rel);
+            if p.exists() {
+                let v = read_trim(&p)?;
+                let n = v.parse::<i64>().map_err(|_| {
+                    Error::parse(
+                        p.display().to_string(),
+                        1,
+                        name,
+                        format!("'{v}' is not a number"),
+                    )
+                })?;
+                sysctl.insert(name.to_string(), n);
+            }
+        }
+        let start = zoneinfo(&cfg.proc_root)?;
+        let (dir, mount) = locate_tracefs(cfg.tracefs.as_deref())?;
+        // SAFETY: geteuid has no preconditions.
+        if cfg.tracefs.is_none() && unsafe { libc::geteuid() } != 0 {
+            return Err(Error::Unsupported(
+                "recording the kmem tracepoints needs root (tracefs); `cargo test` uses a fake tracefs directory"
+                    .into(),
+            ));
+        }
+        if mount {
+            tracefs::mount_tracefs(&dir)?;
+        }
+        let (guard, recovered) = TracefsGuard::acquire(&cfg.journal, mount.then(|| dir.clone()))?;
+        let guard = Arc::new(guard);
+        let mut events = Vec::new();
+        for (i, ev) in EVENTS.iter().enumerate() {
+            let p = dir.join("events/kmem").join(ev).join("enable");
+            if p.exists() {
+                events.push(ev.to_string());
+            } else if i < 4 {
+                return Err(Error::Unsupported(format!(
+                    "{}: this kernel has no {ev} event (the recording needs {})",
+                    p.display(),
+                    EVENTS[..4].join(", ")
+                )));
+            }
+        }
+        let meta = FlowMeta {
+            kernel,
+            date_utc: crate::measure::today_utc(),
+            command: cfg.command.clone(),
+            cpus: cfg.cpus.clone(),
+            sysctl,
+            events,
+            buffer_size_kb: cfg.buffer_kb,
+        };
+        Ok(Prepared {
+            cfg,
+            tracefs: dir,
+            meta,
+            start,
+            guard,
+            recovered,
+        })
+    }
+
+    /// Records: enables the events, runs the command (or waits), streams the trace into the
+    /// flow file, restores tracefs. `progress(seconds, lines so far)` is called about ten times
+    /// a second.
+    pub fn run(self, progress: &mut dyn FnMut(f64, u64)) -> Result<RecordSummary> {
+        let Prepared {
+            cfg,
+            tracefs: dir,
+            meta,
+            start,
+            guard,
+            ..
+        } = self;
+        let partial = partial_path(&cfg.output);
+        let label = cfg.output.display().to_string();
+        let file = std::fs::File::create(&partial)
+            .map_err(|e| Error::io(partial.display().to_string(), e))?;
+        let writer = FlowWriter::new(std::io::BufWriter::new(file), &label, &meta, &start)?;
+        guard.set(&dir.join("tracing_on"), "0")?;
+        guard.set(&dir.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
+        for ev in &meta.events {
+            guard.set(&dir.join("events/kmem").join(ev).join("enable"), "1")?;
+        }
+        // Empty the ring buffer (not a setting: nothing to restore).
+        if dir.join("trace").exists() {
+            std::fs::write(dir.join("trace"), "")
+                .map_err(|e| Error::io(dir.join("trace").display().to_string(), e))?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let lines = Arc::new(AtomicU64::new(0));
+        let reader = {
+            let (stop, lines) = (Arc::clone(&stop), Arc::clone(&lines));
+            let pipe = dir.join("trace_pipe");
+            let cpus = cfg.cpus.clone();
+            std::thread::spawn(move || stream(&pipe, &cpus, writer, &stop, &lines))
+        };
+        guard.set(&dir.join("tracing_on"), "1")?;
+        let t0 = Instant::now();
+        let limit = cfg.seconds.map(Duration::from_secs_f64);
+        let mut status = None;
+        let mut child = if cfg.command.is_empty() {
+            None
+        } else {
+            Some(
+                std::process::Command::new(&cfg.command[0])
+                    .args(&cfg.command[1..])
+                    .spawn()
+                    .map_err(|e| {
+                        Error::Unsupported(format!("cannot run {}: {e}", cfg.command[0]))
+                    })?,
+            )
+        };
+        loop {
+            progress(t0.elapsed().as_secs_f64(), lines.load(Ordering::Relaxed));
+            if let Some(c) = child.as_mut() {
+                if let Some(s) = c
+                    .try_wait()
+                    .map_err(|e| Error::Unsupported(format!("waiting for the command: {e}")))?
+                {
+                    status = s.code();
+                    break;
+                }
+            }
+            if limit.is_some_and(|l| t0.elapsed() >= l) {
+                if let Some(c) = child.as_mut() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let seconds = t0.elapsed().as_secs_f64();
+        guard.set(&dir.join("tracing_on"), "0")?;
+        stop.store(true, Ordering::Relaxed);
+        let streamed = reader
+            .join()
+            .map_err(|_| Error::Unsupported("the trace reader panicked".into()))?;
+        let end_pagesets = zoneinfo(&cfg.proc_root);
+        guard.restore()?;
+        let (writer, skipped, direct) = streamed?;
+        let end = writer.finish(&end_pagesets?, seconds)?;
+        std::fs::rename(&partial, &cfg.output).map_err(|e| Error::io(&label, e))?;
+        let bytes = std::fs::metadata(&cfg.output).map(|m| m.len()).unwrap_or(0);
+        Ok(RecordSummary {
+            output: label,
+            bytes,
+            meta,
+            end,
+            command_status: status,
+            skipped_lines: skipped,
+            direct_zone_locked: direct,
+        })
+    }
+}
+
+type Streamed<W> = Result<(FlowWriter<W>, u64, u64)>;
+
+/// Reads `trace_pipe` (non-blocking) into the writer until `stop` is set and the pipe is empty.
+fn stream<W: std::io::Write>(
+    pipe: &Path,
+    cpus: &[u32],
+    mut writer: FlowWriter<W>,
+    stop: &AtomicBool,
+    lines: &AtomicU64,
+) -> Streamed<W> {
+    let label = pipe.display().to_string();
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(pipe)
+        .map_err(|e| Error::io(&label, e))?;
+    let mut g = Grouper::new(cpus);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut tail = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(&label, e)),
+        };
+        if n == 0 {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        let cut = match tail.iter().rposition(|&b| b == b'\n') {
+            Some(i) => i + 1,
+            None => continue,
+        };
+        for l in String::from_utf8_lossy(&tail[..cut]).lines() {
+            g.feed(l, &mut out);
+        }
+        tail.drain(..cut);
+        lines.fetch_add(out.len() as u64, Ordering::Relaxed);
+        for l in out.drain(..) {
+            writer.push(l)?;
+        }
+    }
+    if !tail.is_empty() {
+        g.feed(&String::from_utf8_lossy(&tail), &mut out);
+    }
+    g.finish(&mut out);
+    for l in out.drain(..) {
+        writer.push(l)?;
+    }
+    Ok((writer, g.skipped, g.direct_zone_locked))
+}

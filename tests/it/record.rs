@@ -1,0 +1,208 @@
+//! `pcpmodel record` against a fake tracefs and /proc (no root, no tracefs): the flow file it
+//! writes reads back with the recorded refills, drains and runs, and every tracefs file it
+//! changed holds its value again after a normal end, SIGINT, SIGTERM, and (after `--recover`)
+//! SIGKILL.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pcpmodel::measure::record::flow::FlowReader;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pcpmodel");
+
+const EVENTS: [&str; 5] = [
+    "mm_page_alloc",
+    "mm_page_free",
+    "mm_page_pcpu_drain",
+    "mm_page_alloc_zone_locked",
+    "mm_page_free_batched",
+];
+
+/// A trace of a sender on CPU 0 and a receiver on CPU 1: refills of 2 order-3 blocks, runs of
+/// allocations, a free and a drain of 2 blocks, repeated.
+fn trace_text(rounds: usize) -> String {
+    let mut t = String::from("# tracer: nop\n");
+    for i in 0..rounds {
+        let ts = 100.0 + i as f64 * 1e-3;
+        for _ in 0..2 {
+            t.push_str(&format!("          udp-42    [000] ..... {ts:.6}: mm_page_alloc_zone_locked: page=0000000001 pfn=0x1000 order=3 migratetype=0 percpu_refill=1\n"));
+        }
+        for _ in 0..2 {
+            t.push_str(&format!("          udp-42    [000] ..... {ts:.6}: mm_page_alloc: page=0000000001 pfn=0x1000 order=3 migratetype=0 gfp_flags=GFP_KERNEL\n"));
+        }
+        t.push_str(&format!("         recv-43    [001] ..... {ts:.6}: mm_page_free: page=0000000001 pfn=0x1000 order=3\n"));
+        for _ in 0..2 {
+            t.push_str(&format!("         recv-43    [001] ..... {ts:.6}: mm_page_pcpu_drain: page=0000000001 pfn=0x1000 order=3 migratetype=0\n"));
+        }
+    }
+    t
+}
+
+struct Fake {
+    _dir: tempfile::TempDir,
+    tracefs: std::path::PathBuf,
+    proc: std::path::PathBuf,
+    journal: std::path::PathBuf,
+    out: std::path::PathBuf,
+}
+
+fn fake(events: &[&str]) -> Fake {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("tracing");
+    for ev in events {
+        let d = t.join("events/kmem").join(ev);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("enable"), "0\n").unwrap();
+    }
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(t.join("tracing_on"), "0\n").unwrap();
+    std::fs::write(t.join("buffer_size_kb"), "7 (expanded: 1408)\n").unwrap();
+    std::fs::write(t.join("trace"), "").unwrap();
+    std::fs::write(t.join("trace_pipe"), trace_text(50)).unwrap();
+    let p = dir.path().join("proc");
+    std::fs::create_dir_all(p.join("sys/kernel")).unwrap();
+    std::fs::create_dir_all(p.join("sys/vm")).unwrap();
+    std::fs::write(p.join("sys/kernel/osrelease"), "6.18.0\n").unwrap();
+    std::fs::write(p.join("sys/vm/percpu_pagelist_high_fraction"), "0\n").unwrap();
+    std::fs::write(
+        p.join("zoneinfo"),
+        include_str!("../fixtures/host-6.18-zoneinfo.txt"),
+    )
+    .unwrap();
+    Fake {
+        journal: dir.path().join("journal"),
+        out: dir.path().join("x.flow"),
+        tracefs: t,
+        proc: p,
+        _dir: dir,
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap().trim().to_string()
+}
+
+/// Every file the recording changes holds its original value.
+fn assert_restored(f: &Fake) {
+    assert_eq!(read(&f.tracefs.join("tracing_on")), "0");
+    // buffer_size_kb prints "7 (expanded: 1408)"; the setting is 7.
+    assert_eq!(read(&f.tracefs.join("buffer_size_kb")), "7");
+    for ev in EVENTS {
+        assert_eq!(
+            read(&f.tracefs.join("events/kmem").join(ev).join("enable")),
+            "0",
+            "{ev}"
+        );
+    }
+    assert!(!f.journal.exists(), "journal left behind");
+}
+
+fn command(f: &Fake, seconds: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["record", "--seconds", seconds, "--buffer-kb", "1024"])
+        .arg("--tracefs")
+        .arg(&f.tracefs)
+        .arg("--proc")
+        .arg(&f.proc)
+        .arg("--journal")
+        .arg(&f.journal)
+        .arg("-o")
+        .arg(&f.out);
+    c
+}
+
+fn spawn_long(f: &Fake) -> Child {
+    let mut c = command(f, "60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while read(&f.tracefs.join("tracing_on")) != "1" {
+        assert!(c.try_wait().unwrap().is_none(), "record ended early");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "tracing never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c
+}
+
+#[test]
+fn a_normal_end_restores_and_the_flow_reads_back() {
+    let f = fake(&EVENTS);
+    let out = command(&f, "0.3")
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_restored(&f);
+    let file = std::fs::File::open(&f.out).unwrap();
+    let mut r = FlowReader::open(std::io::BufReader::new(file), "x.flow").unwrap();
+    while r.next_line().unwrap().is_some() {}
+    assert_eq!(r.meta.kernel, "6.18.0");
+    let end = r.end.unwrap();
+    // 50 rounds of the trace above: the counts are the trace's, event for event.
+    let (c0, c1) = (&end.cpus["0"], &end.cpus["1"]);
+    assert_eq!((c0.refills, c0.refill_pages), (50, 50 * 16));
+    assert_eq!((c0.allocs, c0.alloc_pages), (100, 100 * 8));
+    assert_eq!((c1.frees, c1.drains, c1.drain_pages), (50, 50, 50 * 16));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["end"]["cpus"]["0"]["refills"], 50);
+}
+
+#[test]
+fn sigint_and_sigterm_restore_and_leave_no_partial_file() {
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let f = fake(&EVENTS);
+        let c = spawn_long(&f);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(c.id() as i32, sig) };
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "exit 128 + signal");
+        assert_restored(&f);
+        assert!(!f.out.exists());
+        let mut partial = f.out.as_os_str().to_owned();
+        partial.push(".partial");
+        assert!(!Path::new(&partial).exists());
+    }
+}
+
+#[test]
+fn sigkill_then_recover_restores() {
+    let f = fake(&EVENTS);
+    let mut c = spawn_long(&f);
+    c.kill().unwrap(); // SIGKILL: no handler, no destructor
+    c.wait().unwrap();
+    assert_eq!(
+        read(&f.tracefs.join("tracing_on")),
+        "1",
+        "SIGKILL leaves tracing on"
+    );
+    assert!(f.journal.exists(), "and the journal behind");
+    let st = Command::new(BIN)
+        .args(["record", "--recover", "--journal"])
+        .arg(&f.journal)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    assert_restored(&f);
+}
+
+/// A kernel without one of the required events: exit 2 naming the event's file, nothing changed.
+#[test]
+fn a_missing_event_is_refused_with_its_file() {
+    let f = fake(&EVENTS[..2]);
+    let out = command(&f, "0.1").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mm_page_pcpu_drain/enable"), "{err}");
+    assert_eq!(read(&f.tracefs.join("tracing_on")), "0");
+    assert!(!f.out.exists());
+}
