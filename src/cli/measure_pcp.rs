@@ -479,35 +479,27 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     {
         let (g, st) = (Arc::clone(&guard), Arc::clone(&stop));
         let dg = defer_guard.clone();
-        let mut signals = signal_hook::iterator::Signals::new([
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-        ])
-        .context("cannot install the SIGINT/SIGTERM handler")?;
-        std::thread::spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                st.store(true, Ordering::SeqCst);
-                if let Some(dg) = &dg {
-                    match dg.restore() {
-                        Ok(()) => eprintln!(
-                            "\nInterrupted (signal {sig}): {} restored to {}",
-                            dg.path().display(),
-                            dg.original()
-                        ),
-                        Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
-                    }
-                }
-                match g.restore() {
+        super::on_interrupt(move |sig| {
+            st.store(true, Ordering::SeqCst);
+            if let Some(dg) = &dg {
+                match dg.restore() {
                     Ok(()) => eprintln!(
                         "\nInterrupted (signal {sig}): {} restored to {}",
-                        g.path().display(),
-                        g.original()
+                        dg.path().display(),
+                        dg.original()
                     ),
                     Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
                 }
-                std::process::exit(128 + sig);
             }
-        });
+            match g.restore() {
+                Ok(()) => eprintln!(
+                    "\nInterrupted (signal {sig}): {} restored to {}",
+                    g.path().display(),
+                    g.original()
+                ),
+                Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
+            }
+        })?;
     }
     if args.realtime {
         if let Err(e) = pcpmodel::measure::latency::set_fifo(true) {

@@ -123,6 +123,7 @@ pub fn run(args: WorkArgs, format: Format) -> anyhow::Result<ExitCode> {
     }
     let bottleneck = r.bottleneck_ns_per_page();
     let slower = r.bottleneck_stage(l);
+    let slow = r.bottleneck();
     let mut notes = vec![format!(
         "The slower stage is the {slower} ({} ns/page): in a two-CPU stream it sets the rate before any line moves; that is the model's fixed work for {} on this machine.",
         sig(bottleneck, 4),
@@ -131,10 +132,12 @@ pub fn run(args: WorkArgs, format: Format) -> anyhow::Result<ExitCode> {
     if let (Some(m), Some(path)) = (&machine, &args.output) {
         let mut m = m.clone();
         let source = format!(
-            "measured: pcpmodel measure work --workload {} on {date}, CPU {cpu}, {} runs of {} s: the {slower} stage's median with every line local ({sn} {} / {rn} {} ns per page), apart from any pcp->high sweep",
+            "measured: pcpmodel measure work --workload {} on {date}, CPU {cpu}, {} runs of {} s: the {slower} stage's median with every line local (IQR {}-{} ns per page; {sn} {} / {rn} {} ns per page), apart from any pcp->high sweep",
             l.name(),
             args.repeats,
             args.seconds,
+            sig(slow.q1, 4),
+            sig(slow.q3, 4),
             sig(r.send.median, 4),
             sig(r.recv.median, 4),
         );

@@ -209,6 +209,24 @@ Examples:
     Work(measure_work::WorkArgs),
 }
 
+/// Runs `on_signal(signal)` on the first SIGINT or SIGTERM (in a thread of its own), then exits
+/// with 128 + the signal: how the commands that change the host restore it when interrupted.
+pub(crate) fn on_interrupt(on_signal: impl FnOnce(i32) + Send + 'static) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .context("cannot install the SIGINT/SIGTERM handler")?;
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            on_signal(sig);
+            std::process::exit(128 + sig);
+        }
+    });
+    Ok(())
+}
+
 /// `--quiet` was given: no progress on stderr.
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use pcpmodel::measure::record::{self, tracefs, Prepared, RecordConfig};
 use pcpmodel::output::report::{sig, Format, Report, Table};
 use serde_json::json;
@@ -106,26 +105,19 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
             say_recovered(r, &args.journal)
         );
     }
-    let guard = Arc::clone(&prepared.guard);
     let partial = record::partial_path(&args.output);
     {
-        let g = Arc::clone(&guard);
+        // Weak: a panic unwinding the recording drops the last strong reference, and the
+        // guard's own Drop restores.
+        let g = Arc::downgrade(&prepared.guard);
         let partial = partial.clone();
-        let mut signals = signal_hook::iterator::Signals::new([
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-        ])
-        .context("cannot install the SIGINT/SIGTERM handler")?;
-        std::thread::spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                match g.restore() {
-                    Ok(()) => eprintln!("\nInterrupted (signal {sig}): tracefs restored"),
-                    Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
-                }
-                let _ = std::fs::remove_file(&partial);
-                std::process::exit(128 + sig);
+        super::on_interrupt(move |sig| {
+            match g.upgrade().map_or(Ok(()), |g| g.restore()) {
+                Ok(()) => eprintln!("\nInterrupted (signal {sig}): tracefs restored"),
+                Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
             }
-        });
+            let _ = std::fs::remove_file(&partial);
+        })?;
     }
     let pb = super::progress_bar(0, false);
     let s = prepared.run(&mut |secs, lines| {

@@ -42,7 +42,7 @@ pub struct Recovered {
     pub original: String,
 }
 
-fn io(path: &Path, e: std::io::Error) -> Error {
+pub(crate) fn io(path: &Path, e: std::io::Error) -> Error {
     Error::io(path.display().to_string(), e)
 }
 
@@ -193,11 +193,16 @@ impl SysctlGuard {
                 .map_err(|e| io(&self.path, e))?;
             state.0 = false;
         }
-        match std::fs::remove_file(&self.journal) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io(&self.journal, e)),
-        }
+        remove_journal(&self.journal)
+    }
+}
+
+/// Removes a journal; one already gone is fine (restoring is idempotent).
+pub(crate) fn remove_journal(journal: &Path) -> Result<()> {
+    match std::fs::remove_file(journal) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(journal, e)),
     }
 }
 

@@ -83,19 +83,29 @@ pub struct StageWork {
 }
 
 impl StageWork {
-    /// The slower stage's median, ns per page: the work that sets a two-CPU stream's rate when
+    /// Whether the sending stage is the slower one (by median).
+    fn send_is_slower(&self) -> bool {
+        self.send.median >= self.recv.median
+    }
+
+    /// The slower stage's runs: its median is the work that sets a two-CPU stream's rate when
     /// no line has to move.
+    pub fn bottleneck(&self) -> &Spread {
+        if self.send_is_slower() {
+            &self.send
+        } else {
+            &self.recv
+        }
+    }
+
+    /// The slower stage's median, ns per page.
     pub fn bottleneck_ns_per_page(&self) -> f64 {
-        self.send.median.max(self.recv.median)
+        self.bottleneck().median
     }
 
     /// Which stage is slower (its name).
     pub fn bottleneck_stage(&self, l: StageLoop) -> &'static str {
-        if self.send.median >= self.recv.median {
-            l.stage_names()[0]
-        } else {
-            l.stage_names()[1]
-        }
+        l.stage_names()[usize::from(!self.send_is_slower())]
     }
 }
 

@@ -265,6 +265,11 @@ impl Registry {
     }
 }
 
+/// Whether `name` is a built-in workload's file stem (its name), without parsing any file.
+pub fn is_builtin_name(name: &str) -> bool {
+    BUILTIN.iter().any(|b| b.name == name)
+}
+
 /// [`Registry::builtin`]`().resolve(name_or_path)`.
 pub fn resolve(name_or_path: &str) -> Result<Workload> {
     Registry::builtin().resolve(name_or_path)

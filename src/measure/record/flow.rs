@@ -411,30 +411,31 @@ fn json_of<T: serde::de::DeserializeOwned>(
     serde_json::from_str(s).map_err(|e| Error::parse(label, no, key, e.to_string()))
 }
 
+/// The next line without its end of line, counting lines; `None` at the end of the file.
+fn read_line(
+    input: &mut impl BufRead,
+    buf: &mut String,
+    label: &str,
+    line_no: &mut usize,
+) -> Result<Option<String>> {
+    buf.clear();
+    if input.read_line(buf).map_err(|e| Error::io(label, e))? == 0 {
+        return Ok(None);
+    }
+    *line_no += 1;
+    Ok(Some(buf.trim_end_matches(['\n', '\r']).to_string()))
+}
+
 impl<R: BufRead> FlowReader<R> {
     /// Reads the header (magic, meta, pagesets_start).
-    pub fn open(input: R, label: &str) -> Result<Self> {
-        let mut r = FlowReader {
-            input,
-            label: label.to_string(),
-            line_no: 0,
-            buf: String::new(),
-            meta: FlowMeta {
-                kernel: String::new(),
-                date_utc: String::new(),
-                command: Vec::new(),
-                cpus: Vec::new(),
-                sysctl: BTreeMap::new(),
-                events: Vec::new(),
-                buffer_size_kb: 0,
-            },
-            start: Pagesets::new(),
-            end_pagesets: None,
-            end: None,
-            totals: BTreeMap::new(),
-            lines: 0,
+    pub fn open(mut input: R, label: &str) -> Result<Self> {
+        let (mut line_no, mut buf) = (0, String::new());
+        let mut next = |what: &str| -> Result<String> {
+            read_line(&mut input, &mut buf, label, &mut line_no)?.ok_or_else(|| {
+                Error::parse(label, line_no + 1, what, "the file ends in its header")
+            })
         };
-        let first = r.read_raw()?.unwrap_or_default();
+        let first = next("header")?;
         if first != MAGIC {
             return Err(Error::parse(
                 label,
@@ -446,37 +447,38 @@ impl<R: BufRead> FlowReader<R> {
                 ),
             ));
         }
-        let l = r.read_raw()?.unwrap_or_default();
-        let meta: FlowMeta = json_of(
-            label,
-            r.line_no,
-            "meta",
-            keyed(label, r.line_no, &l, "meta")?,
-        )?;
+        let l = next("meta")?;
+        let meta: FlowMeta = json_of(label, 2, "meta", keyed(label, 2, &l, "meta")?)?;
         crate::kernel::version::KernelVersion::parse_release(&meta.kernel)
-            .map_err(|e| Error::parse(label, r.line_no, "meta.kernel", e.to_string()))?;
-        r.meta = meta;
-        let l = r.read_raw()?.unwrap_or_default();
-        r.start = json_of(
+            .map_err(|e| Error::parse(label, 2, "meta.kernel", e.to_string()))?;
+        let l = next("pagesets_start")?;
+        let start = json_of(
             label,
-            r.line_no,
+            3,
             "pagesets_start",
-            keyed(label, r.line_no, &l, "pagesets_start")?,
+            keyed(label, 3, &l, "pagesets_start")?,
         )?;
-        Ok(r)
+        Ok(FlowReader {
+            input,
+            label: label.to_string(),
+            line_no,
+            buf,
+            meta,
+            start,
+            end_pagesets: None,
+            end: None,
+            totals: BTreeMap::new(),
+            lines: 0,
+        })
     }
 
     fn read_raw(&mut self) -> Result<Option<String>> {
-        self.buf.clear();
-        let n = self
-            .input
-            .read_line(&mut self.buf)
-            .map_err(|e| Error::io(&self.label, e))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        self.line_no += 1;
-        Ok(Some(self.buf.trim_end_matches(['\n', '\r']).to_string()))
+        read_line(
+            &mut self.input,
+            &mut self.buf,
+            &self.label,
+            &mut self.line_no,
+        )
     }
 
     /// The next flow line; `None` after the `end` line, whose totals must match the lines read.

@@ -173,7 +173,12 @@ impl Prepared {
         if mount {
             tracefs::mount_tracefs(&dir)?;
         }
-        let (guard, recovered) = TracefsGuard::acquire(&cfg.journal, mount.then(|| dir.clone()))?;
+        let (guard, recovered) = TracefsGuard::acquire(&cfg.journal, mount.then(|| dir.clone()))
+            .inspect_err(|_| {
+                if mount {
+                    let _ = tracefs::unmount(&dir);
+                }
+            })?;
         let guard = Arc::new(guard);
         let mut events = Vec::new();
         for (i, ev) in EVENTS.iter().enumerate() {

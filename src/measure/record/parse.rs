@@ -85,8 +85,7 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
     let cpu = t[open + 2..close].trim().parse::<u32>().ok()?;
     let after = &t[close + 1..];
     // "<flags> <seconds>: <event>: <fields>"
-    let (head, fields) = after.split_once(": ")?;
-    let _ = head;
+    let (_, fields) = after.split_once(": ")?;
     let (event, fields) = fields.split_once(": ").unwrap_or((fields, ""));
     let event = event.trim();
     let order = || {

@@ -12,9 +12,7 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
-fn io(path: &Path, e: std::io::Error) -> Error {
-    Error::io(path.display().to_string(), e)
-}
+use crate::measure::sysctl::{io, remove_journal};
 
 /// The value a tracefs file holds, as it can be written back: `buffer_size_kb` prints
 /// `7 (expanded: 1408)` before the buffer was first used, of which the first number is the
@@ -69,7 +67,8 @@ fn write_journal(journal: &Path, s: &State) -> Result<()> {
     f.sync_all().map_err(|e| io(journal, e))
 }
 
-fn unmount(dir: &Path) -> Result<()> {
+/// Unmounts the tracefs mount at `dir`.
+pub fn unmount(dir: &Path) -> Result<()> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
         .map_err(|_| Error::Unsupported(format!("{}: a path with a NUL byte", dir.display())))?;
     // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
@@ -137,11 +136,7 @@ pub fn recover(journal: &Path) -> Result<Option<Recovered>> {
     }
     let restored = s.changed.iter().rev().cloned().collect::<Vec<_>>();
     restore_state(&mut s)?;
-    match std::fs::remove_file(journal) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(journal, e)),
-    }
+    remove_journal(journal)?;
     Ok(Some(Recovered {
         restored,
         unmounted: s.mounted.take(),
@@ -211,11 +206,7 @@ impl TracefsGuard {
         }
         s.restored = true;
         restore_state(&mut s)?;
-        match std::fs::remove_file(&self.journal) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io(&self.journal, e)),
-        }
+        remove_journal(&self.journal)
     }
 }
 

@@ -489,23 +489,25 @@ fn work_params(w: &WorkloadSpec, machine: &Machine) -> Result<WorkloadParams> {
 /// work`), or `None`. Every key must name a built-in workload: a misspelt one would otherwise
 /// be silently unused.
 fn measured_work(w: &WorkloadSpec, machine: &Machine) -> Result<Option<WorkloadParams>> {
-    for key in machine.work_ns_per_page.keys() {
-        if crate::workload::resolve(key).is_err() {
-            return Err(Error::invalid(
-                format!("machine {}", machine.name),
-                format!("work_ns_per_page.{key}"),
-                format!("'{key}' names no built-in workload (see `pcpmodel workloads`); `measure work` writes the workload that models the loop it timed"),
-            ));
-        }
+    if let Some(key) = machine
+        .work_ns_per_page
+        .keys()
+        .find(|k| !crate::workload::registry::is_builtin_name(k))
+    {
+        return Err(Error::invalid(
+            format!("machine {}", machine.name),
+            format!("work_ns_per_page.{key}"),
+            format!("'{key}' names no built-in workload (see `pcpmodel workloads`); `measure work` writes the workload that models the loop it timed"),
+        ));
     }
-    let hit = std::iter::once(w.name.as_str())
-        .chain(w.aliases.iter().map(String::as_str))
-        .find_map(|n| machine.work_ns_per_page.get_key_value(n));
-    Ok(hit.map(|(key, s)| {
+    Ok(machine.work_ns_per_page.get(&w.name).map(|s| {
         netperf_params_given(
             machine,
             s.value,
-            &format!("the machine file's work_ns_per_page.{key}, {}", s.source),
+            &format!(
+                "the machine file's work_ns_per_page.{}, {}",
+                w.name, s.source
+            ),
         )
     }))
 }
