@@ -11,8 +11,8 @@ use serde_json::json;
 /// Arguments of `pcpmodel record`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Records every page allocation and free (mm_page_alloc, mm_page_free, mm_page_free_batched) with
-its CPU, task and order, and the kernel's refills (mm_page_alloc_zone_locked with
+Records every page allocation and free (mm_page_alloc, mm_page_free; a batched free is traced
+by mm_page_free too, so mm_page_free_batched is not enabled) with its CPU, task and order, and the kernel's refills (mm_page_alloc_zone_locked with
 percpu_refill=1, grouped per rmqueue_bulk() call) and drains (mm_page_pcpu_drain, grouped per
 free_pcppages_bulk() call), while CMD runs or for --seconds. The flow file holds per CPU the
 runs of allocations and frees by order and task, the recorded refills and drains, each zone's
@@ -60,6 +60,9 @@ pub struct RecordArgs {
     /// Root of /proc (zoneinfo, osrelease, sysctls).
     #[arg(long, hide = true, default_value = "/proc")]
     pub proc: PathBuf,
+    /// The CPUs' sysfs directory (their caches).
+    #[arg(long, hide = true, default_value = "/sys/devices/system/cpu")]
+    pub sys_cpu: PathBuf,
     /// The command to record, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -91,6 +94,7 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
     let cfg = RecordConfig {
         tracefs: args.tracefs.clone(),
         proc_root: args.proc.clone(),
+        cpu_root: args.sys_cpu.clone(),
         seconds: args.seconds,
         command: args.command.clone(),
         cpus: args.cpus.clone().unwrap_or_default(),

@@ -26,7 +26,7 @@
 mod caches;
 mod cpu;
 mod memory;
-mod sysfs;
+pub(crate) mod sysfs;
 mod to_machine;
 mod vendor;
 

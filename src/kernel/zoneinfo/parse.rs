@@ -65,6 +65,8 @@ pub struct ZoneRecord {
     pub present_pages: u64,
     /// `managed`, pages.
     pub managed_pages: u64,
+    /// `start_pfn` (first page frame of the zone's span), when printed.
+    pub start_pfn: Option<u64>,
     /// Per-CPU pagesets (empty for unpopulated zones).
     pub pagesets: Vec<PagesetRecord>,
 }
@@ -382,8 +384,13 @@ pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
                 }
                 continue;
             }
-            // protection: (...), vm stats threshold, node_unreclaimable, start_pfn, ...: not
-            // read, but a value the kernel cannot print means the text is not a zoneinfo.
+            if key == "start_pfn" {
+                let v: u64 = parse_num(value, label, lineno, "start_pfn")?;
+                zone.fields.insert("start_pfn", v);
+                continue;
+            }
+            // protection: (...), vm stats threshold, node_unreclaimable, ...: not read, but a
+            // value the kernel cannot print means the text is not a zoneinfo.
             check_unread_colon(key, value, label, lineno)?;
             continue;
         }
@@ -531,6 +538,7 @@ pub fn parse_zoneinfo(text: &str, label: &str) -> Result<ZoneInfo> {
             spanned_pages: z.fields.get("spanned").copied(),
             present_pages: need("present")?,
             managed_pages: need("managed")?,
+            start_pfn: z.fields.get("start_pfn").copied(),
             pagesets,
         });
     }

@@ -2,19 +2,24 @@
 //! recording is written and read as a stream.
 //!
 //! ```text
-//! # pcpmodel flow 1
+//! # pcpmodel flow 2
 //! meta {"kernel": "6.18.0", ...}            the recording: kernel, sysctls, events, command
-//! pagesets_start {"0/Normal": {...}}       each zone's managed pages and per-CPU pageset
-//! a CPU PID ORDER COUNT [xREPEAT]          a run of COUNT allocations of ORDER by task PID
-//! f CPU PID ORDER COUNT [xREPEAT]          a run of frees (mm_page_free, mm_page_free_batched)
-//! R CPU PAGES                              a refill: rmqueue_bulk() took PAGES under zone->lock
-//! D CPU PAGES                              a drain: free_pcppages_bulk() gave PAGES back
+//! pagesets_start {"0/Normal": {...}}       each zone's span, managed pages and per-CPU pageset
+//! a CPU ZONE PID ORDER COUNT [xREPEAT]     a run of COUNT allocations of ORDER by task PID
+//! f CPU ZONE PID ORDER COUNT [xREPEAT]     a run of frees (mm_page_free)
+//! R CPU ZONE PAGES                         a refill: rmqueue_bulk() took PAGES under zone->lock
+//! D CPU ZONE PAGES                         a drain: free_pcppages_bulk() gave PAGES back
 //! L CPU EVENTS                             the trace lost EVENTS events of that CPU
+//! T MS                                     MS milliseconds of trace time since the first event
 //! pagesets_end {...}
 //! end {"lines": ..., "cpus": {...}}        totals, checked against the lines when read
 //! ```
+//! `ZONE` is the zone's index among `pagesets_start`'s zones in their (sorted) order, found from
+//! the event's pfn and the zones' spans; `-` when the event printed no pfn inside a span.
 //! `xREPEAT` stands for the same run REPEAT times in a row on that CPU. Lines of one CPU are in
-//! that CPU's order; lines of different CPUs interleave as the trace delivered them.
+//! that CPU's order; lines of different CPUs interleave as the trace delivered them. A file
+//! whose name ends in `.gz` is gzip-compressed (written so by `record -o X.gz`, read by any
+//! reader: [`open_flow`]).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -24,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// First line of every flow file.
-pub const MAGIC: &str = "# pcpmodel flow 1";
+pub const MAGIC: &str = "# pcpmodel flow 2";
 
 /// One CPU's pageset as /proc/zoneinfo prints it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,12 +55,52 @@ pub struct PagesetValues {
 pub struct ZonePagesets {
     /// Managed pages.
     pub managed: u64,
+    /// First page frame of the zone's span (`start_pfn`), when /proc/zoneinfo printed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_pfn: Option<u64>,
+    /// Pages the zone spans (`spanned`), when printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spanned: Option<u64>,
+    /// The low watermark without boost, pages (what `zone_highsize()` divides without a
+    /// fraction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_wmark: Option<u64>,
     /// Per CPU (its number as a string, as JSON keys are).
     pub cpus: BTreeMap<String, PagesetValues>,
 }
 
 /// Zones by `node/Zone` (`0/Normal`).
 pub type Pagesets = BTreeMap<String, ZonePagesets>;
+
+/// Page frame ranges `[start, end)` by zone index: the zone index (a flow line's `ZONE`) of a
+/// page frame is the position, in the pagesets' order, of the zone whose span holds it (zones do
+/// not overlap).
+#[derive(Debug, Clone, Default)]
+pub struct ZoneSpans(Vec<(u64, u64, u8)>);
+
+impl ZoneSpans {
+    /// The spans of `pagesets`' zones.
+    pub fn of(pagesets: &Pagesets) -> Self {
+        ZoneSpans(
+            pagesets
+                .values()
+                .enumerate()
+                .filter_map(|(i, z)| match (z.start_pfn, z.spanned, u8::try_from(i)) {
+                    (Some(s), Some(n), Ok(i)) if n > 0 => Some((s, s.saturating_add(n), i)),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// The zone index of `pfn`.
+    pub fn zone(&self, pfn: u64) -> Option<u8> {
+        self.0
+            .iter()
+            .find(|&&(s, e, _)| pfn >= s && pfn < e)
+            .map(|t| t.2)
+    }
+}
 
 /// The pagesets of a parsed /proc/zoneinfo (populated zones only).
 pub fn pagesets_of(z: &crate::kernel::zoneinfo::ZoneInfo) -> Pagesets {
@@ -67,6 +112,9 @@ pub fn pagesets_of(z: &crate::kernel::zoneinfo::ZoneInfo) -> Pagesets {
                 format!("{}/{}", zr.node, zr.kind.name()),
                 ZonePagesets {
                     managed: zr.managed_pages,
+                    start_pfn: zr.start_pfn,
+                    spanned: zr.spanned_pages,
+                    low_wmark: Some(zr.low_pages.saturating_sub(zr.boost_pages)),
                     cpus: zr
                         .pagesets
                         .iter()
@@ -107,6 +155,10 @@ pub struct FlowMeta {
     pub events: Vec<String>,
     /// Per-CPU trace buffer during the recording, KiB.
     pub buffer_size_kb: u64,
+    /// Per CPU, the kernel's `per_cpu_data_slice_size`: the last-level cache over the CPUs
+    /// sharing it, bytes (from sysfs; it decides PCPF_FREE_HIGH_BATCH on 6.7+).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub data_slice_bytes: BTreeMap<String, u64>,
 }
 
 /// Totals of one CPU.
@@ -150,7 +202,7 @@ pub struct FlowEnd {
 pub enum Op {
     /// mm_page_alloc.
     Alloc,
-    /// mm_page_free or mm_page_free_batched.
+    /// mm_page_free.
     Free,
 }
 
@@ -161,6 +213,8 @@ pub enum FlowLine {
     Run {
         /// CPU.
         cpu: u32,
+        /// Zone index (None: unknown).
+        zone: Option<u8>,
         /// Task.
         pid: u32,
         /// Allocation or free.
@@ -176,6 +230,8 @@ pub enum FlowLine {
     Refill {
         /// CPU.
         cpu: u32,
+        /// Zone index (None: unknown).
+        zone: Option<u8>,
         /// Base pages.
         pages: u64,
     },
@@ -183,6 +239,8 @@ pub enum FlowLine {
     Drain {
         /// CPU.
         cpu: u32,
+        /// Zone index (None: unknown).
+        zone: Option<u8>,
         /// Base pages.
         pages: u64,
     },
@@ -193,15 +251,22 @@ pub enum FlowLine {
         /// Events.
         events: u64,
     },
+    /// Trace time since the first event, ms (every [`TIME_MARK_MS`]).
+    Time {
+        /// Milliseconds.
+        ms: u64,
+    },
 }
 
 impl FlowLine {
-    fn cpu(&self) -> u32 {
+    /// The CPU of the line (None: a time mark).
+    pub fn cpu(&self) -> Option<u32> {
         match *self {
             FlowLine::Run { cpu, .. }
             | FlowLine::Refill { cpu, .. }
             | FlowLine::Drain { cpu, .. }
-            | FlowLine::Lost { cpu, .. } => cpu,
+            | FlowLine::Lost { cpu, .. } => Some(cpu),
+            FlowLine::Time { .. } => None,
         }
     }
 
@@ -235,6 +300,7 @@ impl FlowLine {
                 t.drain_pages += pages;
             }
             FlowLine::Lost { events, .. } => t.lost += events,
+            FlowLine::Time { .. } => {}
         }
     }
 
@@ -242,6 +308,7 @@ impl FlowLine {
         match *self {
             FlowLine::Run {
                 cpu,
+                zone,
                 pid,
                 op,
                 order,
@@ -249,15 +316,37 @@ impl FlowLine {
                 repeat,
             } => {
                 let c = if op == Op::Alloc { 'a' } else { 'f' };
+                let z = ZoneToken(zone);
                 if repeat > 1 {
-                    writeln!(w, "{c} {cpu} {pid} {order} {count} x{repeat}")
+                    writeln!(w, "{c} {cpu} {z} {pid} {order} {count} x{repeat}")
                 } else {
-                    writeln!(w, "{c} {cpu} {pid} {order} {count}")
+                    writeln!(w, "{c} {cpu} {z} {pid} {order} {count}")
                 }
             }
-            FlowLine::Refill { cpu, pages } => writeln!(w, "R {cpu} {pages}"),
-            FlowLine::Drain { cpu, pages } => writeln!(w, "D {cpu} {pages}"),
+            FlowLine::Refill { cpu, zone, pages } => {
+                writeln!(w, "R {cpu} {} {pages}", ZoneToken(zone))
+            }
+            FlowLine::Drain { cpu, zone, pages } => {
+                writeln!(w, "D {cpu} {} {pages}", ZoneToken(zone))
+            }
             FlowLine::Lost { cpu, events } => writeln!(w, "L {cpu} {events}"),
+            FlowLine::Time { ms } => writeln!(w, "T {ms}"),
+        }
+    }
+}
+
+/// Trace time between two `T` lines, ms: a tenth of the vmstat interval, so a replay places
+/// the ticks of `decay_pcp_high()` within 10 % of their interval.
+pub const TIME_MARK_MS: u64 = 100;
+
+/// A line's `ZONE` field: the index, or `-`.
+struct ZoneToken(Option<u8>);
+
+impl std::fmt::Display for ZoneToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(z) => write!(f, "{z}"),
+            None => f.write_str("-"),
         }
     }
 }
@@ -289,7 +378,9 @@ impl<W: Write> FlowWriter<W> {
     }
 
     fn emit(&mut self, l: FlowLine) -> Result<()> {
-        l.add_to(self.totals.entry(l.cpu()).or_default());
+        if let Some(c) = l.cpu() {
+            l.add_to(self.totals.entry(c).or_default());
+        }
         self.lines += 1;
         l.write_to(&mut self.out)
             .map_err(|x| Error::io(&self.label, x))
@@ -304,9 +395,12 @@ impl<W: Write> FlowWriter<W> {
 
     /// Adds one line (a run with `repeat` 1, or a refill, drain or loss).
     pub fn push(&mut self, l: FlowLine) -> Result<()> {
-        let cpu = l.cpu();
+        let Some(cpu) = l.cpu() else {
+            return self.emit(l);
+        };
         match l {
             FlowLine::Run {
+                zone,
                 pid,
                 op,
                 order,
@@ -314,6 +408,7 @@ impl<W: Write> FlowWriter<W> {
                 ..
             } => {
                 if let Some(FlowLine::Run {
+                    zone: z,
                     pid: p,
                     op: o,
                     order: r,
@@ -322,7 +417,7 @@ impl<W: Write> FlowWriter<W> {
                     ..
                 }) = self.held.get_mut(&cpu)
                 {
-                    if (*p, *o, *r, *c) == (pid, op, order, count) {
+                    if (*z, *p, *o, *r, *c) == (zone, pid, op, order, count) {
                         *repeat += 1;
                         return Ok(());
                     }
@@ -338,8 +433,9 @@ impl<W: Write> FlowWriter<W> {
         }
     }
 
-    /// Ends the file: held runs, the pagesets at the end, the totals. Returns the totals.
-    pub fn finish(mut self, end_pagesets: &Pagesets, seconds: f64) -> Result<FlowEnd> {
+    /// Ends the file: held runs, the pagesets at the end, the totals. Returns the totals and
+    /// the output (flushed; a [`FlowOut`] still needs [`FlowOut::close`]).
+    pub fn finish(mut self, end_pagesets: &Pagesets, seconds: f64) -> Result<(FlowEnd, W)> {
         let cpus: Vec<u32> = self.held.keys().copied().collect();
         for c in cpus {
             self.flush_cpu(c)?;
@@ -357,8 +453,79 @@ impl<W: Write> FlowWriter<W> {
         writeln!(self.out, "pagesets_end {}", to_json(end_pagesets)).map_err(e)?;
         writeln!(self.out, "end {}", to_json(&end)).map_err(e)?;
         self.out.flush().map_err(e)?;
-        Ok(end)
+        Ok((end, self.out))
     }
+}
+
+/// A flow file being written: text, or gzip when its name ends in `.gz`.
+pub enum FlowOut {
+    /// Plain text.
+    Text(std::io::BufWriter<std::fs::File>),
+    /// gzip.
+    Gz(flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>),
+}
+
+impl FlowOut {
+    /// Creates `path` (gzip when `gz`).
+    pub fn create(path: &std::path::Path, gz: bool) -> Result<Self> {
+        let f =
+            std::fs::File::create(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+        let b = std::io::BufWriter::new(f);
+        Ok(if gz {
+            FlowOut::Gz(flate2::write::GzEncoder::new(
+                b,
+                flate2::Compression::default(),
+            ))
+        } else {
+            FlowOut::Text(b)
+        })
+    }
+
+    /// Writes what is buffered and, for gzip, the trailer.
+    pub fn close(self) -> std::io::Result<()> {
+        let mut b = match self {
+            FlowOut::Text(b) => b,
+            FlowOut::Gz(g) => g.finish()?,
+        };
+        b.flush()
+    }
+}
+
+impl Write for FlowOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            FlowOut::Text(b) => b.write(buf),
+            FlowOut::Gz(g) => g.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            FlowOut::Text(b) => b.flush(),
+            FlowOut::Gz(g) => g.flush(),
+        }
+    }
+}
+
+/// Opens a flow file for reading, gzip or text (told apart by the gzip magic, not the name),
+/// and reads its header.
+pub fn open_flow(path: &std::path::Path) -> Result<FlowReader<Box<dyn BufRead>>> {
+    let label = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| Error::io(&label, e))?;
+    let mut b = std::io::BufReader::with_capacity(1 << 16, f);
+    let gz = b
+        .fill_buf()
+        .map_err(|e| Error::io(&label, e))?
+        .starts_with(&[0x1f, 0x8b]);
+    let input: Box<dyn BufRead> = if gz {
+        Box::new(std::io::BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(b),
+        ))
+    } else {
+        Box::new(b)
+    };
+    FlowReader::open(input, &label)
 }
 
 /// A value as one line of JSON (every type written here serialises).
@@ -436,6 +603,14 @@ impl<R: BufRead> FlowReader<R> {
             })
         };
         let first = next("header")?;
+        if first == "# pcpmodel flow 1" {
+            return Err(Error::parse(
+                label,
+                1,
+                "header",
+                "flow format 1 has no zone per line, which replay needs: record the flow again",
+            ));
+        }
         if first != MAGIC {
             return Err(Error::parse(
                 label,
@@ -505,8 +680,10 @@ impl<R: BufRead> FlowReader<R> {
             self.end = Some(end);
             return Ok(None);
         }
-        let line = parse_line(&label, no, &l)?;
-        line.add_to(self.totals.entry(line.cpu()).or_default());
+        let line = parse_line(&label, no, &l, self.start.len())?;
+        if let Some(c) = line.cpu() {
+            line.add_to(self.totals.entry(c).or_default());
+        }
         self.lines += 1;
         Ok(Some(line))
     }
@@ -559,8 +736,9 @@ impl<R: BufRead> FlowReader<R> {
     }
 }
 
-/// Parses one flow line.
-pub fn parse_line(label: &str, no: usize, l: &str) -> Result<FlowLine> {
+/// Parses one flow line of a file whose `pagesets_start` has `zones` zones.
+pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowLine> {
+    let zones = zones.min(usize::from(u8::MAX)) as u8;
     let f: Vec<&str> = l.split_ascii_whitespace().collect();
     let bad = |field: &str, msg: String| Error::parse(label, no, field, msg);
     let num = |i: usize, field: &str| -> Result<u64> {
@@ -577,6 +755,22 @@ pub fn parse_line(label: &str, no: usize, l: &str) -> Result<FlowLine> {
         }
         Ok(c as u32)
     };
+    let zone = |i: usize| -> Result<Option<u8>> {
+        match f.get(i).copied() {
+            Some("-") => Ok(None),
+            Some(_) => {
+                let z = num(i, "zone")?;
+                if z >= u64::from(zones) {
+                    return Err(bad(
+                        "zone",
+                        format!("{z} is no zone of pagesets_start ({zones} zones)"),
+                    ));
+                }
+                Ok(Some(z as u8))
+            }
+            None => Err(bad("zone", format!("missing in '{}'", clip(l)))),
+        }
+    };
     let exact = |n: usize| -> Result<()> {
         if f.len() != n {
             return Err(bad(
@@ -588,22 +782,23 @@ pub fn parse_line(label: &str, no: usize, l: &str) -> Result<FlowLine> {
     };
     match f.first().copied() {
         Some(k @ ("a" | "f")) => {
-            if !(5..=6).contains(&f.len()) {
-                exact(5)?;
+            if !(6..=7).contains(&f.len()) {
+                exact(6)?;
             }
-            let pid = num(2, "pid")?;
-            let order = num(3, "order")?;
+            let zone = zone(2)?;
+            let pid = num(3, "pid")?;
+            let order = num(4, "order")?;
             if order > 10 {
                 return Err(bad(
                     "order",
                     format!("{order} is above the largest order, 10"),
                 ));
             }
-            let count = num(4, "count")?;
+            let count = num(5, "count")?;
             if count == 0 {
                 return Err(bad("count", "a run has at least one event".into()));
             }
-            let repeat = match f.get(5) {
+            let repeat = match f.get(6) {
                 None => 1,
                 Some(s) => s
                     .strip_prefix('x')
@@ -613,6 +808,7 @@ pub fn parse_line(label: &str, no: usize, l: &str) -> Result<FlowLine> {
             };
             Ok(FlowLine::Run {
                 cpu: cpu(1)?,
+                zone,
                 pid: u32::try_from(pid).map_err(|_| bad("pid", format!("{pid} is not a pid")))?,
                 op: if k == "a" { Op::Alloc } else { Op::Free },
                 order: order as u8,
@@ -620,19 +816,30 @@ pub fn parse_line(label: &str, no: usize, l: &str) -> Result<FlowLine> {
                 repeat,
             })
         }
-        Some(k @ ("R" | "D" | "L")) => {
+        Some(k @ ("R" | "D")) => {
+            exact(4)?;
+            let (cpu, zone, pages) = (cpu(1)?, zone(2)?, num(3, "pages")?);
+            Ok(if k == "R" {
+                FlowLine::Refill { cpu, zone, pages }
+            } else {
+                FlowLine::Drain { cpu, zone, pages }
+            })
+        }
+        Some("T") => {
+            exact(2)?;
+            Ok(FlowLine::Time { ms: num(1, "ms")? })
+        }
+        Some("L") => {
             exact(3)?;
-            let (c, n) = (cpu(1)?, num(2, if k == "L" { "events" } else { "pages" })?);
-            Ok(match k {
-                "R" => FlowLine::Refill { cpu: c, pages: n },
-                "D" => FlowLine::Drain { cpu: c, pages: n },
-                _ => FlowLine::Lost { cpu: c, events: n },
+            Ok(FlowLine::Lost {
+                cpu: cpu(1)?,
+                events: num(2, "events")?,
             })
         }
         _ => Err(bad(
             "line",
             format!(
-                "'{}' is not a flow line (a, f, R, D, L, pagesets_end, end)",
+                "'{}' is not a flow line (a, f, R, D, L, T, pagesets_end, end)",
                 clip(l)
             ),
         )),
@@ -652,12 +859,14 @@ mod tests {
             sysctl: BTreeMap::new(),
             events: vec!["mm_page_alloc".into()],
             buffer_size_kb: 1024,
+            data_slice_bytes: BTreeMap::new(),
         }
     }
 
     fn run(cpu: u32, op: Op, order: u8, count: u64) -> FlowLine {
         FlowLine::Run {
             cpu,
+            zone: Some(0),
             pid: 7,
             op,
             order,
@@ -668,7 +877,19 @@ mod tests {
 
     fn written(lines: &[FlowLine]) -> String {
         let mut out = Vec::new();
-        let w = FlowWriter::new(&mut out, "t", &meta(), &Pagesets::new()).unwrap();
+        let one_zone: Pagesets = [(
+            "0/Normal".to_string(),
+            ZonePagesets {
+                managed: 1 << 20,
+                start_pfn: Some(0x10_0000),
+                spanned: Some(1 << 20),
+                low_wmark: Some(1024),
+                cpus: BTreeMap::new(),
+            },
+        )]
+        .into_iter()
+        .collect();
+        let w = FlowWriter::new(&mut out, "t", &meta(), &one_zone).unwrap();
         let mut w = w;
         for l in lines {
             w.push(*l).unwrap();
@@ -683,11 +904,20 @@ mod tests {
         for _ in 0..5 {
             v.push(run(0, Op::Alloc, 3, 8));
         }
-        v.push(FlowLine::Refill { cpu: 0, pages: 56 });
+        v.push(FlowLine::Refill {
+            cpu: 0,
+            zone: None,
+            pages: 56,
+        });
         v.push(run(1, Op::Free, 3, 8));
-        v.push(FlowLine::Drain { cpu: 1, pages: 64 });
+        v.push(FlowLine::Drain {
+            cpu: 1,
+            zone: Some(0),
+            pages: 64,
+        });
         let text = written(&v);
-        assert!(text.contains("a 0 7 3 8 x5\n"), "{text}");
+        assert!(text.contains("a 0 0 7 3 8 x5\n"), "{text}");
+        assert!(text.contains("R 0 - 56\n"), "{text}");
         let mut r = FlowReader::open(text.as_bytes(), "t").unwrap();
         let mut n = 0;
         while let Some(_l) = r.next_line().unwrap() {
@@ -710,12 +940,15 @@ mod tests {
         let cut: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
         let e = read_all(&cut).unwrap_err().to_string();
         assert!(e.contains("flow:5") && e.contains("truncated"), "{e}");
-        let edited = text.replace("f 0 7 0 3", "f 0 7 0 4");
+        let edited = text.replace("f 0 0 7 0 3", "f 0 0 7 0 4");
         let e = read_all(&edited).unwrap_err().to_string();
         assert!(e.contains("end.cpus.0"), "{e}");
-        let bad = text.replace("f 0 7 0 3", "f 0 7 11 3");
+        let bad = text.replace("f 0 0 7 0 3", "f 0 0 7 11 3");
         let e = read_all(&bad).unwrap_err().to_string();
         assert!(e.contains("flow:5") && e.contains("order"), "{e}");
+        let bad = text.replace("f 0 0 7 0 3", "f 0 1 7 0 3");
+        let e = read_all(&bad).unwrap_err().to_string();
+        assert!(e.contains("flow:5") && e.contains("zone"), "{e}");
         let e = read_all("hello\n").unwrap_err().to_string();
         assert!(e.contains("flow:1"), "{e}");
     }

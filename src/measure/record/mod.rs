@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use flow::{FlowEnd, FlowMeta, FlowWriter, Pagesets};
+use flow::{FlowEnd, FlowMeta, FlowOut, FlowWriter, Pagesets, ZoneSpans};
 use parse::{Grouper, EVENTS};
 use tracefs::TracefsGuard;
 
@@ -39,6 +39,8 @@ pub struct RecordConfig {
     pub tracefs: Option<PathBuf>,
     /// Root of /proc (zoneinfo, sys/kernel/osrelease, the sysctls).
     pub proc_root: PathBuf,
+    /// /sys/devices/system/cpu (each CPU's caches).
+    pub cpu_root: PathBuf,
     /// Seconds to record: the whole recording without a command, at most this with one.
     pub seconds: Option<f64>,
     /// The command to run and record (empty: the whole system).
@@ -95,6 +97,57 @@ pub fn partial_path(output: &Path) -> PathBuf {
     let mut s = output.as_os_str().to_owned();
     s.push(".partial");
     PathBuf::from(s)
+}
+
+/// Per CPU, the last-level data or unified cache's size over the CPUs sharing it, bytes: the
+/// kernel's `per_cpu_data_slice_size` (drivers/base/cacheinfo.c). CPUs whose sysfs does not
+/// say are left out.
+fn data_slices(cpu_root: &Path) -> std::collections::BTreeMap<String, u64> {
+    use crate::hw::detect::sysfs::{parse_cpulist, parse_size_kib};
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(dirs) = std::fs::read_dir(cpu_root) else {
+        return out;
+    };
+    for d in dirs.flatten() {
+        let name = d.file_name().to_string_lossy().into_owned();
+        let Some(cpu) = name.strip_prefix("cpu").and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(indexes) = std::fs::read_dir(d.path().join("cache")) else {
+            continue;
+        };
+        let mut last: Option<(u32, u64, usize)> = None;
+        for i in indexes.flatten() {
+            let p = i.path();
+            let read = |f: &str| std::fs::read_to_string(p.join(f)).ok();
+            let (Some(ty), Some(level), Some(size), Some(shared)) = (
+                read("type"),
+                read("level"),
+                read("size"),
+                read("shared_cpu_list"),
+            ) else {
+                continue;
+            };
+            if !matches!(ty.trim(), "Data" | "Unified") {
+                continue;
+            }
+            let label = p.display().to_string();
+            let (Ok(level), Ok(kib), Ok(cpus)) = (
+                level.trim().parse::<u32>(),
+                parse_size_kib(&size, &label),
+                parse_cpulist(&shared, &label, "shared_cpu_list"),
+            ) else {
+                continue;
+            };
+            if last.is_none_or(|l| level > l.0) {
+                last = Some((level, kib * 1024, cpus.len()));
+            }
+        }
+        if let Some((_, bytes, n)) = last.filter(|l| l.2 > 0) {
+            out.insert(cpu.to_string(), bytes / n as u64);
+        }
+    }
+    out
 }
 
 fn zoneinfo(proc_root: &Path) -> Result<Pagesets> {
@@ -181,15 +234,15 @@ impl Prepared {
             })?;
         let guard = Arc::new(guard);
         let mut events = Vec::new();
-        for (i, ev) in EVENTS.iter().enumerate() {
+        for ev in EVENTS {
             let p = dir.join("events/kmem").join(ev).join("enable");
             if p.exists() {
                 events.push(ev.to_string());
-            } else if i < 4 {
+            } else {
                 return Err(Error::Unsupported(format!(
                     "{}: this kernel has no {ev} event (the recording needs {})",
                     p.display(),
-                    EVENTS[..4].join(", ")
+                    EVENTS.join(", ")
                 )));
             }
         }
@@ -201,6 +254,7 @@ impl Prepared {
             sysctl,
             events,
             buffer_size_kb: cfg.buffer_kb,
+            data_slice_bytes: data_slices(&cfg.cpu_root),
         };
         Ok(Prepared {
             cfg,
@@ -226,9 +280,9 @@ impl Prepared {
         } = self;
         let partial = partial_path(&cfg.output);
         let label = cfg.output.display().to_string();
-        let file = std::fs::File::create(&partial)
-            .map_err(|e| Error::io(partial.display().to_string(), e))?;
-        let writer = FlowWriter::new(std::io::BufWriter::new(file), &label, &meta, &start)?;
+        let gz = cfg.output.extension().is_some_and(|e| e == "gz");
+        let writer = FlowWriter::new(FlowOut::create(&partial, gz)?, &label, &meta, &start)?;
+        let spans = ZoneSpans::of(&start);
         guard.set(&dir.join("tracing_on"), "0")?;
         guard.set(&dir.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
         for ev in &meta.events {
@@ -245,7 +299,7 @@ impl Prepared {
             let (stop, lines) = (Arc::clone(&stop), Arc::clone(&lines));
             let pipe = dir.join("trace_pipe");
             let cpus = cfg.cpus.clone();
-            std::thread::spawn(move || stream(&pipe, &cpus, writer, &stop, &lines))
+            std::thread::spawn(move || stream(&pipe, &cpus, spans, writer, &stop, &lines))
         };
         guard.set(&dir.join("tracing_on"), "1")?;
         let t0 = Instant::now();
@@ -292,7 +346,9 @@ impl Prepared {
         let end_pagesets = zoneinfo(&cfg.proc_root);
         guard.restore()?;
         let (writer, skipped, direct) = streamed?;
-        let end = writer.finish(&end_pagesets?, seconds)?;
+        let (end, out) = writer.finish(&end_pagesets?, seconds)?;
+        out.close()
+            .map_err(|e| Error::io(partial.display().to_string(), e))?;
         std::fs::rename(&partial, &cfg.output).map_err(|e| Error::io(&label, e))?;
         let bytes = std::fs::metadata(&cfg.output).map(|m| m.len()).unwrap_or(0);
         Ok(RecordSummary {
@@ -313,6 +369,7 @@ type Streamed<W> = Result<(FlowWriter<W>, u64, u64)>;
 fn stream<W: std::io::Write>(
     pipe: &Path,
     cpus: &[u32],
+    spans: ZoneSpans,
     mut writer: FlowWriter<W>,
     stop: &AtomicBool,
     lines: &AtomicU64,
@@ -323,7 +380,7 @@ fn stream<W: std::io::Write>(
         .custom_flags(libc::O_NONBLOCK)
         .open(pipe)
         .map_err(|e| Error::io(&label, e))?;
-    let mut g = Grouper::new(cpus);
+    let mut g = Grouper::new(cpus, spans);
     let mut buf = vec![0u8; 1 << 20];
     let mut tail = Vec::new();
     let mut out = Vec::new();

@@ -8,15 +8,16 @@
 
 use std::collections::BTreeMap;
 
-use super::flow::{FlowLine, Op};
+use super::flow::{FlowLine, Op, ZoneSpans, TIME_MARK_MS};
 
-/// The kmem events a recording enables; the first four are required.
-pub const EVENTS: [&str; 5] = [
+/// The kmem events a recording enables, all required. `mm_page_free_batched` is not among them:
+/// a batched free emits `mm_page_free` too (free_pages_prepare() traces every free; the
+/// batched event follows in free_unref_folios()), so counting both counts those frees twice.
+pub const EVENTS: [&str; 4] = [
     "mm_page_alloc",
     "mm_page_free",
     "mm_page_pcpu_drain",
     "mm_page_alloc_zone_locked",
-    "mm_page_free_batched",
 ];
 
 /// One parsed trace line.
@@ -32,6 +33,8 @@ pub enum TraceEvent {
         op: Op,
         /// Order.
         order: u8,
+        /// Page frame, when printed.
+        pfn: Option<u64>,
     },
     /// A block taken under zone->lock; `refill` when for the per-CPU lists.
     ZoneLocked {
@@ -39,6 +42,8 @@ pub enum TraceEvent {
         cpu: u32,
         /// Order.
         order: u8,
+        /// Page frame, when printed.
+        pfn: Option<u64>,
         /// percpu_refill=1.
         refill: bool,
     },
@@ -48,6 +53,8 @@ pub enum TraceEvent {
         cpu: u32,
         /// Order.
         order: u8,
+        /// Page frame, when printed.
+        pfn: Option<u64>,
     },
     /// Events lost from a CPU's buffer.
     Lost {
@@ -88,6 +95,8 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
     let (_, fields) = after.split_once(": ")?;
     let (event, fields) = fields.split_once(": ").unwrap_or((fields, ""));
     let event = event.trim();
+    let pfn =
+        field(fields, "pfn").and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
     let order = || {
         field(fields, "order")?
             .parse::<u8>()
@@ -100,39 +109,43 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             pid,
             op: Op::Alloc,
             order: order()?,
+            pfn,
         }),
         "mm_page_free" => Some(TraceEvent::Page {
             cpu,
             pid,
             op: Op::Free,
             order: order()?,
-        }),
-        // Order 0 always (mm/page_alloc.c free_unref_folios()); older kernels print no order.
-        "mm_page_free_batched" => Some(TraceEvent::Page {
-            cpu,
-            pid,
-            op: Op::Free,
-            order: order().unwrap_or(0),
+            pfn,
         }),
         "mm_page_pcpu_drain" => Some(TraceEvent::Drain {
             cpu,
             order: order()?,
+            pfn,
         }),
         "mm_page_alloc_zone_locked" => Some(TraceEvent::ZoneLocked {
             cpu,
             order: order()?,
+            pfn,
             refill: field(fields, "percpu_refill") == Some("1"),
         }),
         _ => None,
     }
 }
 
+/// The trace time of an event line, seconds (the token before the event name).
+fn trace_seconds(line: &str) -> Option<f64> {
+    let close = line.find("] ")?;
+    let (head, _) = line[close + 2..].split_once(": ")?;
+    head.split_ascii_whitespace().last()?.parse::<f64>().ok()
+}
+
 /// What a CPU has open: a run, a refill or a drain.
 #[derive(Debug, Clone, Copy)]
 enum Open {
     Run(FlowLine),
-    Refill(u64),
-    Drain(u64),
+    Refill(Option<u8>, u64),
+    Drain(Option<u8>, u64),
 }
 
 /// Groups events into flow lines, per CPU, in each CPU's order.
@@ -141,6 +154,12 @@ pub struct Grouper {
     open: BTreeMap<u32, Open>,
     /// Only these CPUs (empty: all).
     keep: Vec<u32>,
+    /// The zones' page frame spans.
+    spans: ZoneSpans,
+    /// Trace time of the first event, s.
+    t0: Option<f64>,
+    /// The next time mark, ms.
+    next_mark_ms: u64,
     /// Lines skipped because they were no event of the recording.
     pub skipped: u64,
     /// Blocks taken under zone->lock not for the per-CPU lists (orders the lists do not hold,
@@ -149,10 +168,13 @@ pub struct Grouper {
 }
 
 impl Grouper {
-    /// A grouper keeping the events of `cpus` (empty: every CPU).
-    pub fn new(cpus: &[u32]) -> Self {
+    /// A grouper keeping the events of `cpus` (empty: every CPU), placing pages in the zones
+    /// of `spans`.
+    pub fn new(cpus: &[u32], spans: ZoneSpans) -> Self {
         Grouper {
             keep: cpus.to_vec(),
+            spans,
+            next_mark_ms: TIME_MARK_MS,
             ..Grouper::default()
         }
     }
@@ -160,8 +182,8 @@ impl Grouper {
     fn close(&mut self, cpu: u32, out: &mut Vec<FlowLine>) {
         match self.open.remove(&cpu) {
             Some(Open::Run(l)) => out.push(l),
-            Some(Open::Refill(pages)) => out.push(FlowLine::Refill { cpu, pages }),
-            Some(Open::Drain(pages)) => out.push(FlowLine::Drain { cpu, pages }),
+            Some(Open::Refill(zone, pages)) => out.push(FlowLine::Refill { cpu, zone, pages }),
+            Some(Open::Drain(zone, pages)) => out.push(FlowLine::Drain { cpu, zone, pages }),
             None => {}
         }
     }
@@ -174,6 +196,16 @@ impl Grouper {
             }
             return;
         };
+        if let Some(ts) = trace_seconds(line) {
+            let t0 = *self.t0.get_or_insert(ts);
+            let ms = ((ts - t0) * 1e3).max(0.0) as u64;
+            while ms >= self.next_mark_ms {
+                out.push(FlowLine::Time {
+                    ms: self.next_mark_ms,
+                });
+                self.next_mark_ms += TIME_MARK_MS;
+            }
+        }
         let cpu = match ev {
             TraceEvent::Page { cpu, .. }
             | TraceEvent::ZoneLocked { cpu, .. }
@@ -183,9 +215,18 @@ impl Grouper {
         if !self.keep.is_empty() && !self.keep.contains(&cpu) {
             return;
         }
+        let zone_of = |pfn: Option<u64>| pfn.and_then(|p| self.spans.zone(p));
         match ev {
-            TraceEvent::Page { pid, op, order, .. } => {
+            TraceEvent::Page {
+                pid,
+                op,
+                order,
+                pfn,
+                ..
+            } => {
+                let zone = zone_of(pfn);
                 if let Some(Open::Run(FlowLine::Run {
+                    zone: z,
                     pid: p,
                     op: o,
                     order: r,
@@ -193,7 +234,7 @@ impl Grouper {
                     ..
                 })) = self.open.get_mut(&cpu)
                 {
-                    if (*p, *o, *r) == (pid, op, order) {
+                    if (*z, *p, *o, *r) == (zone, pid, op, order) {
                         *count += 1;
                         return;
                     }
@@ -203,6 +244,7 @@ impl Grouper {
                     cpu,
                     Open::Run(FlowLine::Run {
                         cpu,
+                        zone,
                         pid,
                         op,
                         order,
@@ -212,21 +254,28 @@ impl Grouper {
                 );
             }
             TraceEvent::ZoneLocked { refill: false, .. } => self.direct_zone_locked += 1,
-            TraceEvent::ZoneLocked { order, .. } => {
-                if let Some(Open::Refill(p)) = self.open.get_mut(&cpu) {
-                    *p += 1 << order;
-                    return;
+            TraceEvent::ZoneLocked { order, pfn, .. } => {
+                let zone = zone_of(pfn);
+                if let Some(Open::Refill(z, p)) = self.open.get_mut(&cpu) {
+                    if *z == zone {
+                        *p += 1 << order;
+                        return;
+                    }
                 }
                 self.close(cpu, out);
-                self.open.insert(cpu, Open::Refill(1 << order));
+                self.open.insert(cpu, Open::Refill(zone, 1 << order));
             }
-            TraceEvent::Drain { order, .. } => {
-                if let Some(Open::Drain(p)) = self.open.get_mut(&cpu) {
-                    *p += 1 << order;
-                    return;
+            TraceEvent::Drain { order, pfn, .. } => {
+                // One free_pcppages_bulk() call drains one zone's pageset.
+                let zone = zone_of(pfn);
+                if let Some(Open::Drain(z, p)) = self.open.get_mut(&cpu) {
+                    if *z == zone {
+                        *p += 1 << order;
+                        return;
+                    }
                 }
                 self.close(cpu, out);
-                self.open.insert(cpu, Open::Drain(1 << order));
+                self.open.insert(cpu, Open::Drain(zone, 1 << order));
             }
             TraceEvent::Lost { events, .. } => {
                 self.close(cpu, out);
@@ -262,9 +311,25 @@ CPU:1 [LOST 12 EVENTS]
           udp-4242    [000] ..... 12345.000009: sched_switch: prev_comm=udp
 ";
 
+    /// Two zones: pfns 0x1000.. in zone 0, 0x2000.. in zone 1.
+    fn spans() -> ZoneSpans {
+        let zone = |start: u64| crate::measure::record::flow::ZonePagesets {
+            managed: 4096,
+            start_pfn: Some(start),
+            spanned: Some(0x1000),
+            low_wmark: None,
+            cpus: Default::default(),
+        };
+        let p = [
+            ("0/DMA32".to_string(), zone(0x1000)),
+            ("0/Normal".to_string(), zone(0x2000)),
+        ];
+        ZoneSpans::of(&p.into_iter().collect())
+    }
+
     #[test]
     fn trace_lines_group_into_refills_runs_drains_and_losses() {
-        let mut g = Grouper::new(&[]);
+        let mut g = Grouper::new(&[], spans());
         let mut out = Vec::new();
         for l in LINES.lines() {
             g.feed(l, &mut out);
@@ -273,27 +338,29 @@ CPU:1 [LOST 12 EVENTS]
         assert_eq!(
             out,
             vec![
-                FlowLine::Refill { cpu: 0, pages: 16 },
+                FlowLine::Refill {
+                    cpu: 0,
+                    zone: Some(0),
+                    pages: 16
+                },
                 FlowLine::Run {
                     cpu: 1,
+                    zone: Some(0),
                     pid: 77,
                     op: Op::Free,
                     order: 3,
                     count: 1,
                     repeat: 1
                 },
-                FlowLine::Drain { cpu: 1, pages: 16 },
-                FlowLine::Run {
+                FlowLine::Drain {
                     cpu: 1,
-                    pid: 9,
-                    op: Op::Free,
-                    order: 0,
-                    count: 1,
-                    repeat: 1
+                    zone: Some(0),
+                    pages: 16
                 },
                 FlowLine::Lost { cpu: 1, events: 12 },
                 FlowLine::Run {
                     cpu: 0,
+                    zone: Some(0),
                     pid: 4242,
                     op: Op::Alloc,
                     order: 3,
@@ -302,13 +369,25 @@ CPU:1 [LOST 12 EVENTS]
                 },
             ]
         );
-        // The header comment and the sched_switch line are not kmem events of the recording.
-        assert_eq!(g.skipped, 2);
+        // The header comment, the batched free (its page was traced by mm_page_free as well) and
+        // the sched_switch line are not events of the recording.
+        assert_eq!(g.skipped, 3);
+        // Trace time: the events span 8 us, under the first 100-ms mark.
+        assert!(!out.iter().any(|l| matches!(l, FlowLine::Time { .. })));
+        let mut late = Vec::new();
+        g.feed(
+            "          udp-4242    [000] ..... 12345.250001: mm_page_free: page=0 pfn=0x1000 order=0",
+            &mut late,
+        );
+        assert_eq!(
+            &late[..2],
+            &[FlowLine::Time { ms: 100 }, FlowLine::Time { ms: 200 }]
+        );
     }
 
     #[test]
     fn other_cpus_are_dropped_when_asked() {
-        let mut g = Grouper::new(&[1]);
+        let mut g = Grouper::new(&[1], spans());
         let mut out = Vec::new();
         for l in LINES.lines() {
             g.feed(l, &mut out);
