@@ -31,6 +31,7 @@ mod memcg;
 mod optimal_high;
 mod predict;
 mod record;
+mod replay;
 mod validate;
 mod workloads;
 mod zoneinfo;
@@ -165,6 +166,10 @@ pub enum Command {
     /// allocations and frees per CPU, task and order, the kernel's refills and drains, the
     /// pagesets before and after. tracefs is restored on every exit.
     Record(record::RecordArgs),
+    /// Replay a recorded flow through the kernel's PCP rules at the recorded setting (the
+    /// check against the kernel's own refills and drains) or another: --high, --fraction,
+    /// --batch, --scale-max, --kernel.
+    Replay(replay::Args),
 }
 
 /// What to draw (`pcpmodel plot ...`: SVG figures).
@@ -333,6 +338,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Compare(a) => compare::run(a, format),
         Command::CompareTrace(a) => compare_trace::run(a, format),
         Command::Record(a) => record::run(a, format),
+        Command::Replay(a) => replay::run(a, format),
     }
 }
 

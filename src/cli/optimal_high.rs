@@ -50,6 +50,13 @@ pub struct Args {
     /// The kernel's knobs other than pcp->high (which is swept).
     #[command(flatten)]
     pub knobs: PcpKnobArgs,
+    /// A recorded flow (`pcpmodel record`): the workload is `workload from-flow FLOW` (its flow
+    /// fields measured, the rest from --like, else from the host loop the flow recorded).
+    #[arg(long, value_name = "FLOW", conflicts_with = "workload")]
+    pub flow: Option<PathBuf>,
+    /// With --flow: the template workload (see `workload from-flow --help`).
+    #[arg(long, requires = "flow")]
+    pub like: Option<String>,
 }
 
 /// Arguments of `pcpmodel plot optimal-high`.
@@ -73,7 +80,23 @@ fn pct(x: f64) -> String {
 
 /// Computes the answer for the arguments.
 pub fn compute(args: &Args) -> anyhow::Result<(Workload, OptimalHigh)> {
-    let workload = pcpmodel::workload::resolve(&args.workload)?;
+    let workload = match &args.flow {
+        Some(flow) => {
+            let a = super::workloads::FromFlowArgs {
+                flow: flow.clone(),
+                like: args.like.clone(),
+                name: None,
+                output: None,
+            };
+            let (text, _) = a.build()?;
+            pcpmodel::workload::Registry::builtin().from_toml_str(
+                &text,
+                &format!("from-flow {}", flow.display()),
+                pcpmodel::workload::registry::Origin::Builtin,
+            )?
+        }
+        None => pcpmodel::workload::resolve(&args.workload)?,
+    };
     pcpmodel::bounds::SAMPLES
         .check_flag("--samples", args.samples as f64)
         .map_err(anyhow::Error::msg)?;

@@ -44,6 +44,69 @@ pub enum WorkloadAction {
         /// Built-in workload name or alias, or a path to a workload TOML file.
         workload: String,
     },
+    /// Write a producer-consumer workload whose flow fields (block order, who frees, the
+    /// receiver's allocations and runs of frees) are measured from a recorded flow
+    /// (`pcpmodel record`), the rest taken from a template workload.
+    #[command(after_help = "\
+The pair is found in the flow: the sender is the CPU that allocated the most pages, the block
+order the order of most of its pages, the receiver the other CPU that freed the most blocks of
+that order. A flow in which no other CPU frees them (a process freeing its own pages) is refused.
+The template (--like) gives what a page flow cannot show: the work per page, the bytes touched,
+the placement. A flow recorded around `pcpmodel measure pcp --workload netperf-udp|af-unix`
+picks its template itself.
+
+Examples:
+  pcpmodel workload from-flow udp.flow.gz -o udp.toml
+  pcpmodel workload from-flow my.flow.gz --like iperf3-tcp --name my-tcp -o my.toml
+  pcpmodel optimal-high --flow udp.flow.gz --machine host.toml")]
+    FromFlow(FromFlowArgs),
+}
+
+/// Arguments of `pcpmodel workload from-flow`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FromFlowArgs {
+    /// The flow file (`pcpmodel record`).
+    pub flow: std::path::PathBuf,
+    /// Template workload of kind producer-consumer: built-in name or TOML file (default: the
+    /// host loop the flow recorded, when it was one).
+    #[arg(long)]
+    pub like: Option<String>,
+    /// Name of the new workload (default: the flow file's name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Write the TOML here (default: stdout).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+impl FromFlowArgs {
+    /// The workload's TOML text and the measured pair.
+    pub fn build(&self) -> anyhow::Result<(String, pcpmodel::measure::flow_workload::PairShape)> {
+        use pcpmodel::measure::flow_workload as fw;
+        let like = match &self.like {
+            Some(l) => l.clone(),
+            None => fw::default_template(&self.flow)?
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{}: the flow was not recorded around a host loop the model knows: name a producer-consumer template with --like (e.g. netperf-udp, iperf3-tcp)",
+                        self.flow.display()
+                    )
+                })?
+                .to_string(),
+        };
+        let (text, label) = fw::template_text(&like)?;
+        let name = self.name.clone().unwrap_or_else(|| {
+            let f = self
+                .flow
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "flow".into());
+            f.trim_end_matches(".gz")
+                .trim_end_matches(".flow")
+                .to_string()
+        });
+        Ok(fw::workload_from_flow(&self.flow, &text, &label, &name)?)
+    }
 }
 
 fn mechanisms(w: &Workload) -> String {
@@ -246,9 +309,56 @@ fn json_word<T: serde::Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-/// Runs `pcpmodel workload show`.
+/// Runs `pcpmodel workload from-flow`.
+fn from_flow(a: &FromFlowArgs, format: Format) -> anyhow::Result<ExitCode> {
+    let (text, shape) = a.build()?;
+    match &a.output {
+        Some(p) => {
+            std::fs::write(p, &text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+            let mut t = Table::new(["measured", "value"]).titled(format!(
+                "{} written from {}",
+                p.display(),
+                a.flow.display()
+            ));
+            for (k, v) in [
+                ("sender CPU", shape.sender_cpu.to_string()),
+                ("receiver CPU", shape.receiver_cpu.to_string()),
+                ("block order", shape.order.to_string()),
+                ("blocks allocated", shape.blocks_allocated.to_string()),
+                (
+                    "share freed on the receiver",
+                    format!("{:.4}", shape.receiver_share()),
+                ),
+                (
+                    "receiver allocations per block freed",
+                    format!("{:.4}", shape.allocs_per_free()),
+                ),
+                (
+                    "receiver's free run (page-weighted mean, pages)",
+                    format!("{:.1}", shape.free_run_pages),
+                ),
+            ] {
+                t.push([k.to_string(), v]);
+            }
+            let report = Report {
+                json: json!({ "output": p.display().to_string(), "shape": shape }),
+                tables: vec![t],
+                notes: vec![],
+            };
+            super::print_report(&report, format);
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `pcpmodel workload show` or `from-flow`.
 pub fn show(args: WorkloadArgs, format: Format) -> anyhow::Result<ExitCode> {
-    let WorkloadAction::Show { workload } = args.action;
+    let workload = match args.action {
+        WorkloadAction::Show { workload } => workload,
+        WorkloadAction::FromFlow(a) => return from_flow(&a, format),
+    };
     let w = resolve_workload(&workload)?;
     let s = &w.spec;
     let origin = match &w.origin {

@@ -78,6 +78,9 @@ pub const MAX_PCP_BATCH_SCALE_MAX: u8 = 6;
 
 /// Number of PCP lists modelled: orders 0..=3 and the THP order.
 const NR_LISTS: usize = 5;
+/// List slots: the modelled lists and one for the other lists (the migratetypes a stepped flow
+/// does not allocate from), which hold order-0 pages that only drains take.
+const NR_SLOTS: usize = NR_LISTS + 1;
 
 /// Zone flags that change the PCP decisions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
@@ -161,8 +164,8 @@ pub struct PcpState {
     era: Era,
     /// `pcp->count`: pages on all lists.
     pub count_pages: u32,
-    /// Blocks on the list of each order: orders 0, 1, 2, 3 and THP.
-    lists_blocks: [u32; NR_LISTS],
+    /// Blocks on the list of each order: orders 0, 1, 2, 3 and THP, then the other lists.
+    lists_blocks: [u32; NR_SLOTS],
     /// `pcp->high`, pages: fixed (<= 6.6) or live, auto-tuned (>= 6.7; starts at 0).
     pub high_pages: u32,
     /// `pcp->high_min`, pages (>= 6.7; equals `high_pages` before).
@@ -284,7 +287,7 @@ impl PcpState {
             version,
             era,
             count_pages: 0,
-            lists_blocks: [0; NR_LISTS],
+            lists_blocks: [0; NR_SLOTS],
             high_pages: high,
             high_min_pages: high_min,
             high_max_pages: high_max,
@@ -332,9 +335,21 @@ impl PcpState {
     fn order_of(i: usize) -> u8 {
         if i == NR_LISTS - 1 {
             PAGEBLOCK_ORDER
+        } else if i == NR_LISTS {
+            0
         } else {
             i as u8
         }
+    }
+
+    /// Puts `pages` base pages on the lists the stepped flow never allocates from: the other
+    /// migratetypes' lists, such as what a recorded pageset held before the recording (its
+    /// count is in /proc/zoneinfo, its lists are not). They count toward `pcp->count`, so they
+    /// take room under `pcp->high`, and drains take them after the flow's lists, in the
+    /// kernel's round-robin.
+    pub fn add_other_pages(&mut self, pages: u32) {
+        self.lists_blocks[NR_LISTS] = self.lists_blocks[NR_LISTS].saturating_add(pages);
+        self.count_pages = self.count_pages.saturating_add(pages);
     }
 
     fn check_order(order: u8) -> Result<()> {
@@ -381,14 +396,14 @@ impl PcpState {
         let mut first = true;
         while count > 0 {
             if !first {
-                i = (i + 1) % NR_LISTS;
+                i = (i + 1) % NR_SLOTS;
             }
             first = false;
             let mut guard = 0;
             while self.lists_blocks[i] == 0 {
-                i = (i + 1) % NR_LISTS;
+                i = (i + 1) % NR_SLOTS;
                 guard += 1;
-                if guard > NR_LISTS {
+                if guard > NR_SLOTS {
                     return drained; // count and lists disagree: nothing left to free
                 }
             }

@@ -8,9 +8,11 @@
 //! handling.
 
 pub mod compare;
+pub mod flow_workload;
 pub mod latency;
 pub mod pcp;
 pub mod record;
+pub mod replay;
 pub mod reuse;
 pub mod sysctl;
 pub mod trace;

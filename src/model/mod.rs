@@ -28,6 +28,8 @@
 //!   the contention it causes.
 //! - [`autotune`]: PCP high auto-tuning (6.7) stepped in time per workload (process exits,
 //!   writer/reader pairs, vmstat-tick decay) and the cumulative states of Huang Ying's series.
+//! - [`stream`]: a recorded stream of allocations and frees stepped through the kernel's PCP
+//!   rules, one pageset per CPU and zone (`pcpmodel replay`).
 //! - [`zones`]: which NUMA nodes a workload's tasks run on and how they divide among the nodes'
 //!   zones.
 //! - [`perflock`]: what `perf lock contention` counts on a queued spinlock and what its BPF
@@ -50,6 +52,7 @@ pub mod pairqueue;
 pub mod pcp;
 pub mod perflock;
 pub mod reader_burst;
+pub mod stream;
 pub mod vmstat;
 pub mod zonelock;
 pub mod zones;

@@ -283,6 +283,10 @@ pub struct WorkloadSpec {
     /// The seed thread whose tables validate it ("000".."004"), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
+    /// The built-in workload this one was written from (`workload from-flow --like`): the same
+    /// host loop, so a machine file's measured work for that workload applies to this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub like: Option<String>,
     /// Per-operation behaviour.
     pub op: OpSpec,
     /// Tasks.

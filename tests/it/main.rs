@@ -50,6 +50,7 @@ mod process_life;
 mod readme_examples;
 mod record;
 mod refill_check_placement;
+mod replay;
 mod repro_t3;
 mod reuse_vs_kernel_state;
 mod sensitivities;

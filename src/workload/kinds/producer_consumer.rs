@@ -500,14 +500,14 @@ fn measured_work(w: &WorkloadSpec, machine: &Machine) -> Result<Option<WorkloadP
             format!("'{key}' names no built-in workload (see `pcpmodel workloads`); `measure work` writes the workload that models the loop it timed"),
         ));
     }
-    Ok(machine.work_ns_per_page.get(&w.name).map(|s| {
+    let found = std::iter::once(&w.name)
+        .chain(w.like.as_ref())
+        .find_map(|n| machine.work_ns_per_page.get(n).map(|s| (n, s)));
+    Ok(found.map(|(n, s)| {
         netperf_params_given(
             machine,
             s.value,
-            &format!(
-                "the machine file's work_ns_per_page.{}, {}",
-                w.name, s.source
-            ),
+            &format!("the machine file's work_ns_per_page.{n}, {}", s.source),
         )
     }))
 }

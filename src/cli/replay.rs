@@ -1,0 +1,129 @@
+//! `pcpmodel replay`: a recorded flow (`pcpmodel record`) through the kernel's PCP rules at the
+//! recorded setting or another, beside what the kernel did.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use pcpmodel::measure::replay::{replay_against, replay_file, ReplaySettings};
+use pcpmodel::output::report::{sig, Format, Report, Table};
+
+use super::args::bounded;
+
+/// Arguments of `pcpmodel replay`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Every CPU's allocations and frees of the flow go, in that CPU's order, to its pageset of the
+page's zone, stepped by the kernel's PCP rules (refill, drain, free_high, auto-tuning of
+pcp->high, the vmstat tick's decay each second of trace time). The pagesets start as recorded.
+Without setting flags the replay runs the recorded setting and shows how closely it reproduces
+the kernel's own refills and drains; with them it answers what that setting would have done to
+the same stream. Rows without a recorded value are ones the kmem tracepoints cannot show.
+
+--fraction recomputes pcp->high (and batch) from each zone's size with the kernel's formulas;
+--high sets pcp->high of every pageset (on 6.7+ both high_min and high_max: auto-tuning off);
+--kernel runs another version's rules (the limits recomputed for it).
+
+Exit status: 0 replayed; 2 bad input (a cut or edited flow names its line and field).
+
+Examples:
+  pcpmodel replay udp.flow.gz
+  pcpmodel replay udp.flow.gz --fraction 100
+  pcpmodel replay udp.flow.gz --high 252 --format json
+  pcpmodel replay udp-f0.flow.gz --against udp-f1000.flow.gz   (blind: default's flow at 1000)")]
+pub struct Args {
+    /// The flow file `pcpmodel record` wrote (text, or gzip when it was named *.gz).
+    pub flow: PathBuf,
+    /// pcp->high of every pageset, pages (6.7+: high_min = high_max, no auto-tuning).
+    #[arg(long, conflicts_with = "fraction", value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
+    pub high: Option<u32>,
+    /// vm.percpu_pagelist_high_fraction: 0 (the kernel's default) or >= 8.
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PAGELIST_FRACTION))]
+    pub fraction: Option<u32>,
+    /// pcp->batch, pages.
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_BATCH_PAGES))]
+    pub batch: Option<u32>,
+    /// CONFIG_PCP_BATCH_SCALE_MAX, 0..=6 (6.7 on).
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_BATCH_SCALE_MAX))]
+    pub scale_max: Option<u32>,
+    /// The kernel whose rules run, MAJOR.MINOR (default: the recorded kernel).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// The blind check: replay at the setting this other flow was recorded at (unless a flag
+    /// sets one) and put its recorded rates in the recorded column.
+    #[arg(long, value_name = "FLOW")]
+    pub against: Option<PathBuf>,
+}
+
+impl Args {
+    /// The settings the flags ask for.
+    pub fn settings(&self) -> anyhow::Result<ReplaySettings> {
+        Ok(ReplaySettings {
+            high: self.high,
+            fraction: self.fraction,
+            batch: self.batch,
+            scale_max: self.scale_max.map(u8::try_from).transpose()?,
+            kernel: self
+                .kernel
+                .as_deref()
+                .map(|k| super::args::kernel_flag(k, "--kernel"))
+                .transpose()?,
+        })
+    }
+}
+
+/// Runs `pcpmodel replay`.
+pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
+    let s = args.settings()?;
+    let r = match &args.against {
+        Some(other) => replay_against(&args.flow, other, &s)?,
+        None => replay_file(&args.flow, &s)?,
+    };
+    let mut t =
+        Table::new(["quantity", "unit", "recorded", "replayed", "diff (%)"]).titled(format!(
+            "{}: {:.2} s recorded on {} at {}; replayed with {}'s rules at {}",
+            r.flow, r.seconds, r.recorded_kernel, r.recorded_setting, r.kernel, r.setting
+        ));
+    for q in &r.quantities {
+        t.push([
+            q.name.clone(),
+            q.unit.clone(),
+            q.recorded.map_or("-".into(), |x| sig(x, 5)),
+            sig(q.replayed, 5),
+            q.diff_pct().map_or("-".into(), |d| format!("{d:+.1}")),
+        ]);
+    }
+    let mut p = Table::new([
+        "cpu",
+        "zone",
+        "replayed limits",
+        "allocs",
+        "refills rec",
+        "refills rep",
+        "drains rec",
+        "drains rep",
+        "free_high rep",
+        "mean held rep",
+    ])
+    .titled("per pageset");
+    for s in &r.pagesets {
+        p.push([
+            s.cpu.to_string(),
+            s.zone.clone(),
+            s.limits.clone(),
+            s.recorded.allocs.to_string(),
+            s.recorded.refills.to_string(),
+            s.replayed.refills.to_string(),
+            s.recorded.drains.to_string(),
+            s.replayed.drains.to_string(),
+            s.replayed.free_high.to_string(),
+            sig(s.replayed_mean_held, 4),
+        ]);
+    }
+    let report = Report {
+        json: serde_json::to_value(&r)?,
+        tables: vec![t, p],
+        notes: r.notes.clone(),
+    };
+    super::print_report(&report, format);
+    Ok(ExitCode::SUCCESS)
+}

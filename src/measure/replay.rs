@@ -1,0 +1,703 @@
+//! A recorded flow ([`crate::measure::record`]) replayed through the kernel's PCP rules
+//! ([`crate::model::stream`]) at the recorded setting or another: what pcp->high, pcp->batch,
+//! `CONFIG_PCP_BATCH_SCALE_MAX` or another kernel's rules would have done to the same stream of
+//! allocations and frees.
+//!
+//! Every CPU's events go to its pageset of the page's zone. The pagesets start as recorded:
+//! their count and live `pcp->high`, clamped into the replayed bounds. /proc/zoneinfo does not
+//! say which lists hold the count; the recording does ([`start_lists`]): a list is empty when
+//! the kernel refills it. The rest of the count is on lists the flow does not allocate from (a
+//! page-fault loop's trace shows its CPU's list empty at every refill while the count stays
+//! thousands of pages above it), where it takes room under `pcp->high` until a drain reaches
+//! it. The vmstat tick runs at every whole
+//! second of trace time. The file is read as a stream, never whole.
+//!
+//! What the replay is compared with: the recorded refills (`rmqueue_bulk()` calls) and drains
+//! (`free_pcppages_bulk()` calls), the drains that came on a free of order 1-3 (a drain line
+//! whose CPU's previous run freed such pages: where `free_high` can fire), and the pagesets at
+//! the end. `free_high` itself and the decay's drains are not told apart by the tracepoints:
+//! those rows have the replay's value only.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::kernel::ops::{pcpf_free_high_batch, PcpState};
+use crate::kernel::pageset::{
+    zone_set_pageset_high_and_batch, PagesetInputs, PagesetTunables, PcpHigh, PcpLimits,
+};
+use crate::kernel::version::KernelVersion;
+use crate::measure::record::flow::{open_flow, FlowLine, FlowReader, Op, PagesetValues};
+use crate::model::stream::{StreamOp, StreamReplay, StreamTally};
+
+/// The sysctl a flow's setting is read from.
+pub const FRACTION_SYSCTL: &str = "vm.percpu_pagelist_high_fraction";
+
+/// What to change for the replay (None: as recorded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ReplaySettings {
+    /// `pcp->high` of every pageset (on 6.7+ both `high_min` and `high_max`), pages.
+    pub high: Option<u32>,
+    /// `vm.percpu_pagelist_high_fraction` (0 or >= 8).
+    pub fraction: Option<u32>,
+    /// `pcp->batch`, pages.
+    pub batch: Option<u32>,
+    /// `CONFIG_PCP_BATCH_SCALE_MAX` (0-6; 6.7+).
+    pub scale_max: Option<u8>,
+    /// The kernel whose rules run (None: the recorded kernel's).
+    pub kernel: Option<KernelVersion>,
+}
+
+impl ReplaySettings {
+    /// Whether anything differs from the recording.
+    pub fn changes_anything(&self) -> bool {
+        self.high.is_some()
+            || self.fraction.is_some()
+            || self.batch.is_some()
+            || self.scale_max.is_some()
+            || self.kernel.is_some()
+    }
+}
+
+/// One compared quantity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quantity {
+    /// What it is.
+    pub name: String,
+    /// Its unit.
+    pub unit: String,
+    /// The recorded flow's value (None: the tracepoints do not show it).
+    pub recorded: Option<f64>,
+    /// The replay's value.
+    pub replayed: f64,
+}
+
+impl Quantity {
+    /// (replayed - recorded) / recorded, %, where recorded is known and not 0.
+    pub fn diff_pct(&self) -> Option<f64> {
+        self.recorded
+            .filter(|r| *r != 0.0)
+            .map(|r| (self.replayed - r) / r * 100.0)
+    }
+}
+
+/// One pageset's replay beside its recording.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PagesetReplay {
+    /// CPU.
+    pub cpu: u32,
+    /// Zone (`node/Zone`).
+    pub zone: String,
+    /// The limits the replay ran, in words.
+    pub limits: String,
+    /// Recorded allocations, refills and drains of this pageset.
+    pub recorded: RecordedCounts,
+    /// The replay's tally.
+    pub replayed: StreamTally,
+    /// Mean pages held in the replay.
+    pub replayed_mean_held: f64,
+}
+
+/// What the trace recorded for one pageset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RecordedCounts {
+    /// Allocations.
+    pub allocs: u64,
+    /// Frees.
+    pub frees: u64,
+    /// Refill calls.
+    pub refills: u64,
+    /// Pages refilled.
+    pub refill_pages: u64,
+    /// Drain calls.
+    pub drains: u64,
+    /// Pages drained.
+    pub drain_pages: u64,
+    /// Drains on a free of order 1-3.
+    pub drains_on_high_order_free: u64,
+}
+
+/// A replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Replay {
+    /// The flow file.
+    pub flow: String,
+    /// Kernel recorded.
+    pub recorded_kernel: String,
+    /// Kernel whose rules ran.
+    pub kernel: String,
+    /// The recorded setting, in words.
+    pub recorded_setting: String,
+    /// The replayed setting, in words.
+    pub setting: String,
+    /// Seconds recorded.
+    pub seconds: f64,
+    /// Quantities over every replayed pageset.
+    pub quantities: Vec<Quantity>,
+    /// Per pageset with events.
+    pub pagesets: Vec<PagesetReplay>,
+    /// What to keep in mind.
+    pub notes: Vec<String>,
+}
+
+impl Replay {
+    /// The quantity called `name`.
+    pub fn quantity(&self, name: &str) -> Option<&Quantity> {
+        self.quantities.iter().find(|q| q.name == name)
+    }
+}
+
+fn limits_words(l: &PcpLimits) -> String {
+    match l.high {
+        PcpHigh::Fixed { high_pages } => format!("high {high_pages}, batch {}", l.batch_pages),
+        PcpHigh::AutoTuned {
+            high_min_pages,
+            high_max_pages,
+        } => format!(
+            "high_min {high_min_pages}, high_max {high_max_pages}, batch {}",
+            l.batch_pages
+        ),
+    }
+}
+
+fn recorded_limits(
+    label: &str,
+    zone: &str,
+    cpu: &str,
+    p: &PagesetValues,
+    k: KernelVersion,
+) -> Result<PcpLimits> {
+    let u = |v: i64, f: &str| {
+        u32::try_from(v).map_err(|_| {
+            Error::invalid(
+                label,
+                format!("pagesets_start.{zone}.cpus.{cpu}.{f}"),
+                format!("{v} is no page count"),
+            )
+        })
+    };
+    let batch = u(p.batch, "batch")?.max(1);
+    let high = if k.era().auto_tunes_high() {
+        match (p.high_min, p.high_max) {
+            (Some(lo), Some(hi)) => PcpHigh::AutoTuned {
+                high_min_pages: u(lo, "high_min")?,
+                high_max_pages: u(hi, "high_max")?,
+            },
+            _ => {
+                return Err(Error::invalid(
+                    label,
+                    format!("pagesets_start.{zone}.cpus.{cpu}.high_min"),
+                    format!(
+                        "kernel {k} auto-tunes pcp->high, but the pageset has no high_min/high_max"
+                    ),
+                ))
+            }
+        }
+    } else {
+        PcpHigh::Fixed {
+            high_pages: u(p.high, "high")?,
+        }
+    };
+    Ok(PcpLimits {
+        batch_pages: batch,
+        high,
+    })
+}
+
+/// The limits of `zone`'s pagesets under `s` on kernel `k`: the kernel's formulas from the
+/// zone's geometry when the fraction or the kernel changes, then `high` and `batch` set.
+fn replayed_limits(
+    label: &str,
+    zone: &str,
+    z: &crate::measure::record::flow::ZonePagesets,
+    recorded: PcpLimits,
+    s: &ReplaySettings,
+    k: KernelVersion,
+    (cpus_on_node, online): (u32, u32),
+) -> Result<PcpLimits> {
+    let mut l = recorded;
+    if s.fraction.is_some() || s.kernel.is_some() {
+        let fraction = s.fraction.unwrap_or(0);
+        let low = match (fraction, z.low_wmark) {
+            (0, None) => {
+                return Err(Error::invalid(
+                    label,
+                    format!("pagesets_start.{zone}.low_wmark"),
+                    "missing: the default pcp->high is the low watermark over the CPUs",
+                ))
+            }
+            (_, w) => w.unwrap_or(0),
+        };
+        l = zone_set_pageset_high_and_batch(
+            PagesetInputs {
+                managed_pages: z.managed,
+                low_wmark_pages: low,
+                cpus_on_node,
+                online_cpus: online,
+            },
+            PagesetTunables {
+                percpu_pagelist_high_fraction: if k.has_percpu_pagelist_high_fraction() {
+                    fraction
+                } else {
+                    0
+                },
+                percpu_pagelist_fraction: if k.has_percpu_pagelist_high_fraction() {
+                    0
+                } else {
+                    fraction
+                },
+            },
+            k,
+        )?;
+    }
+    if let Some(h) = s.high {
+        l.high = if k.era().auto_tunes_high() {
+            PcpHigh::AutoTuned {
+                high_min_pages: h,
+                high_max_pages: h,
+            }
+        } else {
+            PcpHigh::Fixed { high_pages: h }
+        };
+    }
+    if let Some(b) = s.batch {
+        if b == 0 {
+            return Err(Error::invalid("replay", "batch", "must be at least 1 page"));
+        }
+        l.batch_pages = b;
+    }
+    Ok(l)
+}
+
+/// Replays the flow file at `path` (text or gzip).
+pub fn replay_file(path: &std::path::Path, s: &ReplaySettings) -> Result<Replay> {
+    let start = start_lists(open_flow(path)?)?;
+    replay(open_flow(path)?, &path.display().to_string(), s, &start)
+}
+
+/// Blocks of each order on each (CPU, zone) pageset's lists at the start of a recording, as
+/// the recording itself shows them: a list is empty when the kernel refills it, so the blocks
+/// it held at the start are the allocations less the frees of its order before its first
+/// refill; a list never refilled held at least the largest such deficit.
+pub type StartLists = BTreeMap<(u32, u8), BTreeMap<u8, u64>>;
+
+/// Reads a flow for its [`StartLists`].
+pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
+    #[derive(Default)]
+    struct Probe {
+        deficit: i64,
+        max_deficit: i64,
+        at_refill: Option<i64>,
+    }
+    let mut probes: BTreeMap<(u32, u8, u8), Probe> = BTreeMap::new();
+    let mut pending: BTreeMap<(u32, u8), bool> = BTreeMap::new();
+    while let Some(l) = r.next_line()? {
+        match l {
+            FlowLine::Run {
+                cpu,
+                zone: Some(z),
+                op,
+                order,
+                count,
+                repeat,
+                ..
+            } => {
+                let n = i64::try_from(count.saturating_mul(repeat)).unwrap_or(i64::MAX);
+                let p = probes.entry((cpu, z, order)).or_default();
+                match op {
+                    Op::Alloc => {
+                        if pending.insert((cpu, z), false) == Some(true) && p.at_refill.is_none() {
+                            p.at_refill = Some(p.deficit);
+                        }
+                        p.deficit = p.deficit.saturating_add(n);
+                        p.max_deficit = p.max_deficit.max(p.deficit);
+                    }
+                    Op::Free => p.deficit = p.deficit.saturating_sub(n),
+                }
+            }
+            FlowLine::Refill {
+                cpu, zone: Some(z), ..
+            } => {
+                pending.insert((cpu, z), true);
+            }
+            _ => {}
+        }
+    }
+    let mut out = StartLists::new();
+    for ((cpu, z, order), p) in probes {
+        let blocks = p.at_refill.unwrap_or(p.max_deficit).max(0);
+        if blocks > 0 {
+            out.entry((cpu, z))
+                .or_default()
+                .insert(order, blocks as u64);
+        }
+    }
+    Ok(out)
+}
+
+/// Replays a flow under `s`, its pagesets starting with the lists `start` found.
+pub fn replay<R: BufRead>(
+    mut r: FlowReader<R>,
+    label: &str,
+    s: &ReplaySettings,
+    start: &StartLists,
+) -> Result<Replay> {
+    let recorded_k = KernelVersion::parse_release(&r.meta.kernel)
+        .map_err(|e| Error::invalid(label, "meta.kernel", e.to_string()))?;
+    let k = s.kernel.unwrap_or(recorded_k);
+    let fraction_rec = r.meta.sysctl.get(FRACTION_SYSCTL).copied().unwrap_or(0);
+    let zones: Vec<String> = r.start.keys().cloned().collect();
+    let nodes = zones
+        .iter()
+        .filter_map(|z| z.split('/').next())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        .max(1) as u32;
+    let mut replay = StreamReplay::new();
+    let mut limits_of: BTreeMap<(u32, u8), PcpLimits> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut no_slice = false;
+    for (zi, (zname, z)) in r.start.iter().enumerate() {
+        let zi = u8::try_from(zi)
+            .map_err(|_| Error::invalid(label, "pagesets_start", "more than 255 zones"))?;
+        let online = z.cpus.len() as u32;
+        let cpus_on_node = (online / nodes).max(1);
+        for (cpu_s, p) in &z.cpus {
+            let cpu: u32 = cpu_s.parse().map_err(|_| {
+                Error::invalid(
+                    label,
+                    format!("pagesets_start.{zname}.cpus"),
+                    format!("'{cpu_s}' is no CPU number"),
+                )
+            })?;
+            let rec = recorded_limits(label, zname, cpu_s, p, recorded_k)?;
+            let lim = replayed_limits(label, zname, z, rec, s, k, (cpus_on_node, online))?;
+            let mut st = PcpState::new(k, lim, s.scale_max)?;
+            // PCPF_FREE_HIGH_BATCH (6.7+): set from the CPU's LLC slice as the kernel does.
+            match r.meta.data_slice_bytes.get(cpu_s) {
+                Some(&slice) => {
+                    st.flags.free_high_batch = pcpf_free_high_batch(slice, lim.batch_pages)
+                }
+                None => no_slice = true,
+            }
+            // The recorded count: on the lists the recording shows were used, the rest on
+            // lists the flow does not allocate from.
+            let mut left = u64::try_from(p.count.max(0)).unwrap_or(0);
+            for (&order, &blocks) in start.get(&(cpu, zi)).into_iter().flatten() {
+                if !st.pcp_allowed_order(order) {
+                    continue;
+                }
+                let b = blocks.min(left >> order);
+                st.add_pages(order, u32::try_from(b).unwrap_or(u32::MAX))?;
+                left -= b << order;
+            }
+            st.add_other_pages(u32::try_from(left).unwrap_or(u32::MAX));
+            if k.era().auto_tunes_high() {
+                if let PcpHigh::AutoTuned {
+                    high_min_pages,
+                    high_max_pages,
+                } = lim.high
+                {
+                    let live = u32::try_from(p.high.max(0)).unwrap_or(0);
+                    st.high_pages = live.clamp(high_min_pages.min(high_max_pages), high_max_pages);
+                }
+            }
+            replay.insert(cpu, zi, st);
+            limits_of.insert((cpu, zi), lim);
+        }
+    }
+    if no_slice && k.era().auto_tunes_high() {
+        notes.push(
+            "The flow has no LLC slice per CPU (recorded before it was kept): PCPF_FREE_HIGH_BATCH is taken as off, so free_high may fire on lists below batch.".into(),
+        );
+    }
+    // Recorded counts per pageset, and each CPU's last run (for drains on high-order frees).
+    let mut rec: BTreeMap<(u32, u8), RecordedCounts> = BTreeMap::new();
+    let mut last_run: BTreeMap<u32, (Op, u8, Option<u8>)> = BTreeMap::new();
+    let (mut no_zone, mut no_pageset, mut lost, mut next_tick_ms) = (0u64, 0u64, 0u64, 1000u64);
+    while let Some(l) = r.next_line()? {
+        match l {
+            FlowLine::Run {
+                cpu,
+                zone,
+                op,
+                order,
+                count,
+                repeat,
+                ..
+            } => {
+                last_run.insert(cpu, (op, order, zone));
+                let n = count * repeat;
+                let Some(z) = zone else {
+                    no_zone += n;
+                    continue;
+                };
+                if !replay.has(cpu, z) {
+                    no_pageset += n;
+                    continue;
+                }
+                let e = rec.entry((cpu, z)).or_default();
+                let sop = match op {
+                    Op::Alloc => {
+                        e.allocs += n;
+                        StreamOp::Alloc
+                    }
+                    Op::Free => {
+                        e.frees += n;
+                        StreamOp::Free
+                    }
+                };
+                replay.step(cpu, z, sop, order, n)?;
+            }
+            FlowLine::Refill {
+                cpu,
+                zone: Some(z),
+                pages,
+            } => {
+                let e = rec.entry((cpu, z)).or_default();
+                e.refills += 1;
+                e.refill_pages += pages;
+            }
+            FlowLine::Drain {
+                cpu,
+                zone: Some(z),
+                pages,
+            } => {
+                let e = rec.entry((cpu, z)).or_default();
+                e.drains += 1;
+                e.drain_pages += pages;
+                if let Some((Op::Free, o, Some(rz))) = last_run.get(&cpu) {
+                    if (1..=3).contains(o) && *rz == z {
+                        e.drains_on_high_order_free += 1;
+                    }
+                }
+            }
+            FlowLine::Refill { .. } | FlowLine::Drain { .. } => no_zone += 1,
+            FlowLine::Lost { events, .. } => lost += events,
+            FlowLine::Time { ms } => {
+                while ms >= next_tick_ms {
+                    replay.tick()?;
+                    next_tick_ms += 1000;
+                }
+            }
+        }
+    }
+    let end = r.end.clone().unwrap_or_default();
+    let end_sets = r.end_pagesets.clone().unwrap_or_default();
+    if lost > 0 {
+        notes.push(format!(
+            "The trace lost {lost} events: the recorded counts miss them and the replay never saw them; a larger --buffer-kb keeps them."
+        ));
+    }
+    if no_zone + no_pageset > 0 {
+        notes.push(format!(
+            "{} events had no zone or no pageset (no pfn inside a recorded zone span, or an offline CPU) and were not replayed.",
+            no_zone + no_pageset
+        ));
+    }
+    // Per pageset and totals.
+    let mut pagesets = Vec::new();
+    let (mut rt, mut tt) = (RecordedCounts::default(), StreamTally::default());
+    let (mut end_count, mut end_high) = (0i64, 0i64);
+    for ((cpu, z), t) in replay.tallies() {
+        let rc = rec.get(&(cpu, z)).cloned().unwrap_or_default();
+        if t.events == 0 && rc.refills + rc.drains == 0 {
+            continue;
+        }
+        let zname = zones[usize::from(z)].clone();
+        if let Some(p) = end_sets
+            .get(&zname)
+            .and_then(|zz| zz.cpus.get(&cpu.to_string()))
+        {
+            end_count += p.count;
+            end_high += p.high;
+        }
+        rt.allocs += rc.allocs;
+        rt.frees += rc.frees;
+        rt.refills += rc.refills;
+        rt.refill_pages += rc.refill_pages;
+        rt.drains += rc.drains;
+        rt.drain_pages += rc.drain_pages;
+        rt.drains_on_high_order_free += rc.drains_on_high_order_free;
+        tt.merge(t);
+        pagesets.push(PagesetReplay {
+            cpu,
+            zone: zname,
+            limits: limits_words(&limits_of[&(cpu, z)]),
+            recorded: rc,
+            replayed: t.clone(),
+            replayed_mean_held: t.mean_held(),
+        });
+    }
+    let per_k = |n: u64, allocs: u64| {
+        if allocs == 0 {
+            0.0
+        } else {
+            n as f64 * 1000.0 / allocs as f64
+        }
+    };
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let allocs = tt.allocs;
+    let q = |name: &str, unit: &str, recorded: Option<f64>, replayed: f64| Quantity {
+        name: name.into(),
+        unit: unit.into(),
+        recorded,
+        replayed,
+    };
+    let quantities = vec![
+        q(
+            "allocations",
+            "events",
+            Some(rt.allocs as f64),
+            allocs as f64,
+        ),
+        q("frees", "events", Some(rt.frees as f64), tt.frees as f64),
+        q(
+            "refills",
+            "calls",
+            Some(rt.refills as f64),
+            tt.refills as f64,
+        ),
+        q("drains", "calls", Some(rt.drains as f64), tt.drains as f64),
+        q(
+            "refills per 1000 allocations",
+            "calls",
+            Some(per_k(rt.refills, rt.allocs)),
+            per_k(tt.refills, allocs),
+        ),
+        q(
+            "drains per 1000 allocations",
+            "calls",
+            Some(per_k(rt.drains, rt.allocs)),
+            per_k(tt.drains, allocs),
+        ),
+        q(
+            "pages per refill",
+            "pages",
+            Some(ratio(rt.refill_pages, rt.refills)),
+            ratio(tt.refill_pages, tt.refills),
+        ),
+        q(
+            "pages per drain",
+            "pages",
+            Some(ratio(rt.drain_pages, rt.drains)),
+            ratio(tt.drain_pages, tt.drains),
+        ),
+        q(
+            "drains on an order 1-3 free per 1000 allocations",
+            "calls",
+            Some(per_k(rt.drains_on_high_order_free, rt.allocs)),
+            per_k(tt.drains_on_high_order_free, allocs),
+        ),
+        q(
+            "free_high drains per 1000 allocations",
+            "calls",
+            None,
+            per_k(tt.free_high, allocs),
+        ),
+        q("decay drains", "calls", None, tt.decay_drains as f64),
+        q(
+            "zone->lock visits per 1000 allocations",
+            "visits",
+            None,
+            per_k(tt.lock_visits(), allocs),
+        ),
+        q(
+            "pages held at the end",
+            "pages",
+            Some(end_count as f64),
+            f64::from(tt.final_count),
+        ),
+        q(
+            "live pcp->high at the end, summed",
+            "pages",
+            Some(end_high as f64),
+            f64::from(tt.final_high),
+        ),
+        q("pages held, mean", "pages", None, tt.mean_held()),
+        q(
+            "live pcp->high, mean, summed",
+            "pages",
+            None,
+            pagesets.iter().map(|p| p.replayed.mean_high()).sum(),
+        ),
+    ];
+    let setting_words = |fraction: Option<i64>, s: &ReplaySettings| {
+        let mut w = Vec::new();
+        if let Some(h) = s.high {
+            w.push(format!("pcp->high {h}"));
+        } else if let Some(f) = fraction {
+            w.push(format!("{FRACTION_SYSCTL}={f}"));
+        }
+        if let Some(b) = s.batch {
+            w.push(format!("batch {b}"));
+        }
+        if let Some(m) = s.scale_max {
+            w.push(format!("CONFIG_PCP_BATCH_SCALE_MAX={m}"));
+        }
+        w.join(", ")
+    };
+    if !s.changes_anything() {
+        let d = |name: &str| {
+            quantities
+                .iter()
+                .find(|x| x.name == name)
+                .and_then(Quantity::diff_pct)
+        };
+        notes.push(format!(
+            "At the recorded setting the replay's refills differ by {} and its drains by {} from what the kernel did.",
+            d("refills").map_or("-".into(), |x| format!("{x:+.1} %")),
+            d("drains").map_or("-".into(), |x| format!("{x:+.1} %")),
+        ));
+    }
+    let _ = &end;
+    Ok(Replay {
+        flow: label.to_string(),
+        recorded_kernel: r.meta.kernel.clone(),
+        kernel: k.to_string(),
+        recorded_setting: setting_words(Some(fraction_rec), &ReplaySettings::default()),
+        setting: setting_words(Some(s.fraction.map_or(fraction_rec, i64::from)), s),
+        seconds: end.seconds,
+        quantities,
+        pagesets,
+        notes,
+    })
+}
+
+/// The blind check of a replay: `flow` replayed at the setting `other` was recorded at (its
+/// `vm.percpu_pagelist_high_fraction`, unless `s` sets something), beside what `other`
+/// recorded. Only rates compare (per allocation, per call): the two recordings differ in
+/// length.
+pub fn replay_against(
+    flow: &std::path::Path,
+    other: &std::path::Path,
+    s: &ReplaySettings,
+) -> Result<Replay> {
+    let theirs = replay_file(other, &ReplaySettings::default())?;
+    let mut settings = *s;
+    if !s.changes_anything() {
+        let r = open_flow(other)?;
+        let f = r.meta.sysctl.get(FRACTION_SYSCTL).copied().unwrap_or(0);
+        settings.fraction = Some(u32::try_from(f).map_err(|_| {
+            Error::invalid(
+                other.display().to_string(),
+                format!("meta.sysctl.{FRACTION_SYSCTL}"),
+                format!("{f} is no fraction"),
+            )
+        })?);
+    }
+    let mut mine = replay_file(flow, &settings)?;
+    mine.quantities.retain(|q| q.name.contains(" per "));
+    for q in &mut mine.quantities {
+        q.recorded = theirs.quantity(&q.name).and_then(|t| t.recorded);
+    }
+    mine.notes
+        .retain(|n| !n.starts_with("At the recorded setting"));
+    mine.notes.push(format!(
+        "Recorded column: {} at {} (rates only: the two recordings differ in length).",
+        theirs.flow, theirs.recorded_setting
+    ));
+    Ok(mine)
+}

@@ -1,0 +1,275 @@
+//! A recorded stream of allocations and frees stepped through the kernel's PCP rules
+//! ([`crate::kernel::ops::PcpState`]), one pageset per CPU and zone: the flow engine for a flow
+//! that is given event by event (`pcpmodel replay`) rather than described by a few numbers
+//! ([`crate::model::autotune`]'s process and pair flows).
+//!
+//! Each CPU's events go to that CPU's pageset of the page's zone, in the CPU's order; the
+//! vmstat tick (`decay_pcp_high()`, 6.7+) is the caller's to call ([`StreamReplay::tick`]).
+//! What the stream does is tallied per pageset ([`StreamTally`]) in the units the kmem
+//! tracepoints count, so that a recorded flow's own refills and drains can stand beside them:
+//! a refill is one `rmqueue_bulk()` call, a drain one free step (or decay) that returned pages
+//! to the buddy allocator.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::kernel::ops::PcpState;
+
+/// What the stream did to one pageset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct StreamTally {
+    /// Allocations (every order, lists bypassed included).
+    pub allocs: u64,
+    /// Base pages allocated.
+    pub alloc_pages: u64,
+    /// Frees.
+    pub frees: u64,
+    /// Base pages freed.
+    pub free_pages: u64,
+    /// Refills (`rmqueue_bulk()` calls).
+    pub refills: u64,
+    /// Pages the refills moved.
+    pub refill_pages: u64,
+    /// Drains: free steps and decays that returned pages to the buddy allocator.
+    pub drains: u64,
+    /// Pages the drains returned.
+    pub drain_pages: u64,
+    /// Drains on a free of order 1-3 (where `free_high` can fire).
+    pub drains_on_high_order_free: u64,
+    /// Drains taken by the `free_high` path.
+    pub free_high: u64,
+    /// Drains by `decay_pcp_high()` at a vmstat tick.
+    pub decay_drains: u64,
+    /// Allocations and frees of orders the lists do not keep (each takes zone->lock).
+    pub bypassed: u64,
+    /// Sum over events of the pages on the lists after the event (for the mean).
+    held_sum: f64,
+    /// Sum over events of the live `pcp->high` after the event.
+    high_sum: f64,
+    /// Events stepped.
+    pub events: u64,
+    /// Pages on the lists at the end.
+    pub final_count: u32,
+    /// Live `pcp->high` at the end.
+    pub final_high: u32,
+}
+
+impl StreamTally {
+    /// Mean pages on the lists over the stream's events.
+    pub fn mean_held(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.held_sum / self.events as f64
+        }
+    }
+
+    /// Mean live `pcp->high` over the stream's events.
+    pub fn mean_high(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.high_sum / self.events as f64
+        }
+    }
+
+    /// zone->lock visits: refills, drains and bypassing allocations and frees.
+    pub fn lock_visits(&self) -> u64 {
+        self.refills + self.drains + self.bypassed
+    }
+
+    /// Adds another pageset's tally (means weighted by events; final values summed).
+    pub fn merge(&mut self, o: &StreamTally) {
+        self.allocs += o.allocs;
+        self.alloc_pages += o.alloc_pages;
+        self.frees += o.frees;
+        self.free_pages += o.free_pages;
+        self.refills += o.refills;
+        self.refill_pages += o.refill_pages;
+        self.drains += o.drains;
+        self.drain_pages += o.drain_pages;
+        self.drains_on_high_order_free += o.drains_on_high_order_free;
+        self.free_high += o.free_high;
+        self.decay_drains += o.decay_drains;
+        self.bypassed += o.bypassed;
+        self.held_sum += o.held_sum;
+        self.high_sum += o.high_sum;
+        self.events += o.events;
+        self.final_count += o.final_count;
+        self.final_high += o.final_high;
+    }
+}
+
+/// Allocation or free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamOp {
+    /// An allocation.
+    Alloc,
+    /// A free.
+    Free,
+}
+
+/// Pagesets keyed by (CPU, zone index) with their tallies.
+#[derive(Debug, Clone, Default)]
+pub struct StreamReplay {
+    sets: BTreeMap<(u32, u8), (PcpState, StreamTally)>,
+}
+
+impl StreamReplay {
+    /// An empty replay.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the pageset of `cpu` in zone `zone`.
+    pub fn insert(&mut self, cpu: u32, zone: u8, st: PcpState) {
+        self.sets.insert((cpu, zone), (st, StreamTally::default()));
+    }
+
+    /// Whether a pageset of `cpu` in `zone` is replayed.
+    pub fn has(&self, cpu: u32, zone: u8) -> bool {
+        self.sets.contains_key(&(cpu, zone))
+    }
+
+    /// Steps `n` events of `op` at `order` on `cpu`'s pageset of `zone`. Events of a pageset
+    /// not replayed are an error of the caller: it decides which pagesets exist.
+    pub fn step(&mut self, cpu: u32, zone: u8, op: StreamOp, order: u8, n: u64) -> Result<()> {
+        let Some((st, t)) = self.sets.get_mut(&(cpu, zone)) else {
+            return Err(crate::error::Error::invalid(
+                "stream replay",
+                "cpu/zone",
+                format!("no pageset for cpu {cpu} in zone {zone}"),
+            ));
+        };
+        let pages = n << order;
+        for _ in 0..n {
+            match op {
+                StreamOp::Alloc => {
+                    let s = st.alloc(order)?;
+                    if s.bypassed_pcp {
+                        t.bypassed += 1;
+                    } else if s.refill_pages > 0 {
+                        t.refills += 1;
+                        t.refill_pages += u64::from(s.refill_pages);
+                    }
+                }
+                StreamOp::Free => {
+                    let f = st.free(order)?;
+                    if f.bypassed_pcp {
+                        t.bypassed += 1;
+                    } else if !f.drained_pages_per_hold.is_empty() {
+                        t.drains += 1;
+                        t.drain_pages += f
+                            .drained_pages_per_hold
+                            .iter()
+                            .map(|&p| u64::from(p))
+                            .sum::<u64>();
+                        if (1..=3).contains(&order) {
+                            t.drains_on_high_order_free += 1;
+                        }
+                        if f.free_high {
+                            t.free_high += 1;
+                        }
+                    }
+                }
+            }
+            t.held_sum += f64::from(st.count_pages);
+            t.high_sum += f64::from(st.high_pages);
+        }
+        t.events += n;
+        match op {
+            StreamOp::Alloc => {
+                t.allocs += n;
+                t.alloc_pages += pages;
+            }
+            StreamOp::Free => {
+                t.frees += n;
+                t.free_pages += pages;
+            }
+        }
+        t.final_count = st.count_pages;
+        t.final_high = st.high_pages;
+        Ok(())
+    }
+
+    /// A vmstat tick on every CPU: `decay_pcp_high()` on each pageset of a kernel that
+    /// auto-tunes (6.7+); nothing before.
+    pub fn tick(&mut self) -> Result<()> {
+        for (st, t) in self.sets.values_mut() {
+            if !st.version().era().auto_tunes_high() {
+                continue;
+            }
+            let d = st.decay_pcp_high()?;
+            if !d.drained_pages_per_hold.is_empty() {
+                t.drains += 1;
+                t.decay_drains += 1;
+                t.drain_pages += d
+                    .drained_pages_per_hold
+                    .iter()
+                    .map(|&p| u64::from(p))
+                    .sum::<u64>();
+            }
+            t.final_count = st.count_pages;
+            t.final_high = st.high_pages;
+        }
+        Ok(())
+    }
+
+    /// The tallies by (CPU, zone index).
+    pub fn tallies(&self) -> impl Iterator<Item = ((u32, u8), &StreamTally)> {
+        self.sets.iter().map(|(k, (_, t))| (*k, t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::pageset::{PcpHigh, PcpLimits};
+    use crate::kernel::version::KernelVersion;
+
+    fn fixed(high: u32, batch: u32) -> PcpState {
+        PcpState::new(
+            KernelVersion::new(6, 6),
+            PcpLimits {
+                batch_pages: batch,
+                high: PcpHigh::Fixed { high_pages: high },
+            },
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_fixed_high_list_refills_by_batch_and_drains_above_high() {
+        // 6.6, high 20, batch 8: 1000 order-0 allocations on CPU 0 refill 8 pages at a time
+        // (125 refills); freeing them all on CPU 1 drains each time the count reaches high.
+        let mut r = StreamReplay::new();
+        r.insert(0, 0, fixed(20, 8));
+        r.insert(1, 0, fixed(20, 8));
+        r.step(0, 0, StreamOp::Alloc, 0, 1000).unwrap();
+        r.step(1, 0, StreamOp::Free, 0, 1000).unwrap();
+        let t: BTreeMap<_, _> = r.tallies().collect();
+        let (a, f) = (t[&(0, 0)], t[&(1, 0)]);
+        assert_eq!((a.refills, a.refill_pages, a.drains), (125, 1000, 0));
+        assert_eq!(f.refills, 0);
+        // Pages conserved: what stayed on CPU 1's list plus what it drained is what it freed.
+        assert_eq!(u64::from(f.final_count) + f.drain_pages, 1000);
+        assert!(f.drains > 0 && f.final_count < 20);
+    }
+
+    #[test]
+    fn orders_off_the_lists_take_the_lock_each_time() {
+        let mut r = StreamReplay::new();
+        r.insert(0, 0, fixed(20, 8));
+        r.step(0, 0, StreamOp::Alloc, 5, 3).unwrap();
+        r.step(0, 0, StreamOp::Free, 5, 3).unwrap();
+        let t = r.tallies().next().unwrap().1.clone();
+        assert_eq!(
+            (t.bypassed, t.refills, t.drains, t.alloc_pages),
+            (6, 0, 0, 96)
+        );
+        assert!(r.step(3, 0, StreamOp::Alloc, 0, 1).is_err());
+    }
+}
