@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::measure::replay::{replay_against, replay_file, ReplaySettings};
+use pcpmodel::measure::replay::{lock_quantities, replay_against, replay_file, ReplaySettings};
 use pcpmodel::output::report::{sig, Format, Report, Table};
 
 use super::args::bounded;
@@ -29,12 +29,13 @@ Examples:
   pcpmodel replay udp.flow.gz
   pcpmodel replay udp.flow.gz --fraction 100
   pcpmodel replay udp.flow.gz --high 252 --format json
+  pcpmodel replay udp.flow.gz --fraction 1000 --machine host.toml
   pcpmodel replay udp-f0.flow.gz --against udp-f1000.flow.gz   (blind: default's flow at 1000)")]
 pub struct Args {
     /// The flow file `pcpmodel record` wrote (text, or gzip when it was named *.gz).
     pub flow: PathBuf,
     /// pcp->high of every pageset, pages (6.7+: high_min = high_max, no auto-tuning).
-    #[arg(long, conflicts_with = "fraction", value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
+    #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PCP_HIGH_PAGES))]
     pub high: Option<u32>,
     /// vm.percpu_pagelist_high_fraction: 0 (the kernel's default) or >= 8.
     #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::PAGELIST_FRACTION))]
@@ -52,11 +53,20 @@ pub struct Args {
     /// sets one) and put its recorded rates in the recorded column.
     #[arg(long, value_name = "FLOW")]
     pub against: Option<PathBuf>,
+    /// A machine (built-in name or TOML file, e.g. `pcpmodel measure latency --toml`): adds the
+    /// modelled zone->lock side (hold per refill and drain, wait per visit, time per page).
+    #[arg(long)]
+    pub machine: Option<String>,
 }
 
 impl Args {
     /// The settings the flags ask for.
     pub fn settings(&self) -> anyhow::Result<ReplaySettings> {
+        if self.high.is_some() && self.fraction.is_some() {
+            anyhow::bail!(
+                "--high and --fraction both set pcp->high: give one (--fraction computes it from each zone's size)"
+            );
+        }
         Ok(ReplaySettings {
             high: self.high,
             fraction: self.fraction,
@@ -74,10 +84,19 @@ impl Args {
 /// Runs `pcpmodel replay`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let s = args.settings()?;
-    let r = match &args.against {
+    let mut r = match &args.against {
         Some(other) => replay_against(&args.flow, other, &s)?,
         None => replay_file(&args.flow, &s)?,
     };
+    if let Some(m) = &args.machine {
+        let machine = pcpmodel::hw::machine::Machine::resolve(m)?;
+        let q = lock_quantities(&r, &machine)?;
+        r.quantities.extend(q);
+        r.notes.push(format!(
+            "zone->lock rows: the kernel's code on {} (hold = call + hand-over + blocks; wait from the lock's queue at the replayed visit rate).",
+            machine.name
+        ));
+    }
     let mut t =
         Table::new(["quantity", "unit", "recorded", "replayed", "diff (%)"]).titled(format!(
             "{}: {:.2} s recorded on {} at {}; replayed with {}'s rules at {}",

@@ -701,3 +701,111 @@ pub fn replay_against(
     ));
     Ok(mine)
 }
+
+/// The zone->lock side of a replay on `machine`: each pageset's refills and drains as holds of
+/// the kernel's code ([`crate::model::hold::CodeHold`]: the call, the hand-over, a cost per
+/// block), and the wait in the lock's queue ([`crate::model::lock`]: a finite-source queue of
+/// the CPUs the flow ran on, each visiting at the rate the replay gives over the recorded
+/// seconds). All modelled: the tracepoints carry no hold or wait times.
+pub fn lock_quantities(r: &Replay, machine: &crate::hw::machine::Machine) -> Result<Vec<Quantity>> {
+    use crate::model::hold::{p_other, BlockPattern, CodeHold, HoldSide};
+    use crate::model::lock::{HoldDist, LockQueue};
+    let k = KernelVersion::parse_release(&r.kernel)
+        .or_else(|_| KernelVersion::parse_labeled(&r.kernel, "kernel"))?;
+    let code = CodeHold::new(machine, k, machine.clock.base_ghz.value);
+    let c2c = machine.latency_ns.c2c_same_llc.value;
+    let l2 = machine.latency_ns.l2_hit.value;
+    // Per zone: the CPUs on its lock and their visits.
+    let mut zones: BTreeMap<&str, Vec<&PagesetReplay>> = BTreeMap::new();
+    for p in &r.pagesets {
+        if p.replayed.lock_visits() > 0 {
+            zones.entry(p.zone.as_str()).or_default().push(p);
+        }
+    }
+    let span_ns = (r.seconds * 1e9).max(1.0);
+    let (mut time_ns, mut visits, mut holds_ns, mut waits_ns) = (0.0, 0u64, 0.0, 0.0);
+    let (mut refill_hold, mut drain_hold, mut n_refill, mut n_drain) = (0.0, 0.0, 0u64, 0u64);
+    for sets in zones.values() {
+        let cpus = sets.len() as u32;
+        let po = p_other(cpus);
+        let mut zone_visits = 0u64;
+        let mut zone_hold = 0.0;
+        for p in sets {
+            let t = &p.replayed;
+            let rb = t.refill_blocks.max(t.refills) as f64 / t.refills.max(1) as f64;
+            let order = if t.refill_blocks > 0 {
+                ((t.refill_pages as f64 / t.refill_blocks as f64)
+                    .log2()
+                    .round()) as u8
+            } else {
+                0
+            };
+            let h_r = code.refill(rb, order, po, c2c, None).total();
+            let db = t.drain_blocks as f64 / t.drains.max(1) as f64;
+            let h_d = code.fixed_ns(HoldSide::Drain, po, c2c)
+                + db * code.drain_block_ns(l2, c2c, BlockPattern::Scattered);
+            let h_b = code.refill(1.0, 0, po, c2c, None).total();
+            let hold = t.refills as f64 * h_r + t.drains as f64 * h_d + t.bypassed as f64 * h_b;
+            refill_hold += t.refills as f64 * h_r;
+            drain_hold += t.drains as f64 * h_d;
+            n_refill += t.refills;
+            n_drain += t.drains;
+            zone_visits += t.lock_visits();
+            zone_hold += hold;
+        }
+        if zone_visits == 0 {
+            continue;
+        }
+        let mean_hold = zone_hold / zone_visits as f64;
+        let per_cpu_visits = zone_visits as f64 / f64::from(cpus);
+        let think = (span_ns / per_cpu_visits - mean_hold).max(1.0);
+        let sol = LockQueue::single(
+            cpus,
+            think,
+            HoldDist::Gamma {
+                mean_ns: mean_hold,
+                cv2: 1.0,
+            },
+        )
+        .solve()?;
+        visits += zone_visits;
+        holds_ns += zone_hold;
+        waits_ns += sol.wait_ns_mean * zone_visits as f64;
+        time_ns += zone_hold + sol.wait_ns_mean * zone_visits as f64;
+    }
+    let pages: u64 = r.pagesets.iter().map(|p| p.replayed.alloc_pages).sum();
+    let per = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let q = |name: &str, unit: &str, v: f64| Quantity {
+        name: name.into(),
+        unit: unit.into(),
+        recorded: None,
+        replayed: v,
+    };
+    Ok(vec![
+        q(
+            "zone->lock hold per refill (modelled)",
+            "ns",
+            per(refill_hold, n_refill as f64),
+        ),
+        q(
+            "zone->lock hold per drain (modelled)",
+            "ns",
+            per(drain_hold, n_drain as f64),
+        ),
+        q(
+            "zone->lock wait per visit (modelled)",
+            "ns",
+            per(waits_ns, visits as f64),
+        ),
+        q(
+            "zone->lock time per page allocated (modelled)",
+            "ns",
+            per(time_ns, pages as f64),
+        ),
+        q(
+            "zone->lock busy share of the recorded time (modelled)",
+            "%",
+            100.0 * per(holds_ns, span_ns * zones.len().max(1) as f64),
+        ),
+    ])
+}

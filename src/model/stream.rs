@@ -32,10 +32,14 @@ pub struct StreamTally {
     pub refills: u64,
     /// Pages the refills moved.
     pub refill_pages: u64,
+    /// Blocks the refills moved (one `__rmqueue()` each).
+    pub refill_blocks: u64,
     /// Drains: free steps and decays that returned pages to the buddy allocator.
     pub drains: u64,
     /// Pages the drains returned.
     pub drain_pages: u64,
+    /// Blocks the drains returned (one `__free_one_page()` each).
+    pub drain_blocks: u64,
     /// Drains on a free of order 1-3 (where `free_high` can fire).
     pub drains_on_high_order_free: u64,
     /// Drains taken by the `free_high` path.
@@ -88,8 +92,10 @@ impl StreamTally {
         self.free_pages += o.free_pages;
         self.refills += o.refills;
         self.refill_pages += o.refill_pages;
+        self.refill_blocks += o.refill_blocks;
         self.drains += o.drains;
         self.drain_pages += o.drain_pages;
+        self.drain_blocks += o.drain_blocks;
         self.drains_on_high_order_free += o.drains_on_high_order_free;
         self.free_high += o.free_high;
         self.decay_drains += o.decay_drains;
@@ -153,10 +159,13 @@ impl StreamReplay {
                     } else if s.refill_pages > 0 {
                         t.refills += 1;
                         t.refill_pages += u64::from(s.refill_pages);
+                        t.refill_blocks += u64::from(s.refill_blocks);
                     }
                 }
                 StreamOp::Free => {
+                    let before = st.drained_blocks;
                     let f = st.free(order)?;
+                    t.drain_blocks += st.drained_blocks - before;
                     if f.bypassed_pcp {
                         t.bypassed += 1;
                     } else if !f.drained_pages_per_hold.is_empty() {
@@ -201,7 +210,9 @@ impl StreamReplay {
             if !st.version().era().auto_tunes_high() {
                 continue;
             }
+            let before = st.drained_blocks;
             let d = st.decay_pcp_high()?;
+            t.drain_blocks += st.drained_blocks - before;
             if !d.drained_pages_per_hold.is_empty() {
                 t.drains += 1;
                 t.decay_drains += 1;

@@ -376,3 +376,23 @@ fn optimal_high_answers_for_a_recorded_flow() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["optimal_high_pages"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+#[test]
+fn a_machine_adds_the_modelled_zone_lock_side() {
+    let flow = PathBuf::from(format!("{SWEEP}/netperf-udp-f0.flow.gz"));
+    let big = replay_json(&flow, &["--machine", "icelake-server"]);
+    let small = replay_json(
+        &flow,
+        &["--machine", "icelake-server", "--fraction", "1000"],
+    );
+    let hold = |v: &Value| quantity(v, "zone->lock hold per drain (modelled)").1;
+    // A drain's hold is a call plus a cost per block: the default's drains return about 250
+    // order-3 blocks, those at fraction 1000 (free_high with PCPF_FREE_HIGH_BATCH) about 8.
+    let (b, s) = (hold(&big), hold(&small));
+    assert!(b > 10.0 * s && s > 0.0, "{b} vs {s}");
+    // Modelled rows have no recorded value: the tracepoints carry no times.
+    assert_eq!(
+        quantity(&big, "zone->lock wait per visit (modelled)").0,
+        None
+    );
+}
