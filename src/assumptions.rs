@@ -34,6 +34,171 @@ pub struct Assumption {
     pub chosen_while_seeing: &'static str,
 }
 
+/// The validation tables whose data was in the repository when `id` (a constant's name, or
+/// `models/FILE.toml:field`) got its current value: `data/assumed-seen.csv`, written from the
+/// git history by `tools/assumed_seen.py` (`git log -S`). None for an id the file lacks.
+pub fn seen_tables(id: &str) -> Option<(String, Vec<String>)> {
+    SEEN_CSV.lines().skip(1).find_map(|l| {
+        let mut f = l.splitn(3, ',');
+        let (i, commit, tables) = (f.next()?, f.next()?, f.next().unwrap_or(""));
+        (i == id).then(|| {
+            (
+                commit.to_string(),
+                tables.split_whitespace().map(str::to_string).collect(),
+            )
+        })
+    })
+}
+
+/// `data/assumed-seen.csv`: id, introducing commit, tables visible then.
+const SEEN_CSV: &str = include_str!("../data/assumed-seen.csv");
+
+/// One entry of the registry as `pcpmodel assumptions` lists it: an assumed constant of the
+/// code or an `assumed` field of a built-in model file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// The constant's name, or `models/FILE.toml:field`.
+    pub id: String,
+    /// `constant` or `model file`.
+    pub kind: &'static str,
+    /// Its value when a number.
+    pub value: Option<f64>,
+    /// Its value as written, when not a number (a name, a list).
+    pub value_text: Option<String>,
+    /// Unit (empty when the file gives none).
+    pub unit: String,
+    /// Where the value came from.
+    pub source: String,
+    /// Relative spread (one standard deviation over the value).
+    pub rel_spread: f64,
+    /// Where the spread came from.
+    pub spread_source: &'static str,
+    /// Seed threads or tables whose predictions use it (constants; empty for file fields: the
+    /// rows of the workloads and machines that file describes).
+    pub used_by: Vec<String>,
+    /// The commit that gave the value its current text.
+    pub introduced: String,
+    /// Validation tables whose data was in the repository then.
+    pub seen_tables: Vec<String>,
+}
+
+/// Spread of an `assumed` model-file field without one of its own: as wide as the widest the
+/// code's assumed constants are given (0.5 to 1.0), the lower end.
+pub const FILE_FIELD_REL_SPREAD: f64 = 0.5;
+
+/// Every entry: the constants of [`all`], then every `assumed` field of the built-in machine and
+/// workload files.
+pub fn registry() -> crate::error::Result<Vec<Entry>> {
+    let mut out: Vec<Entry> = all()
+        .into_iter()
+        .map(|a| {
+            let (introduced, seen) = seen_tables(a.name).unwrap_or_default();
+            Entry {
+                id: a.name.to_string(),
+                kind: "constant",
+                value: Some(a.value),
+                value_text: None,
+                unit: a.unit.to_string(),
+                source: a.provenance.to_string(),
+                rel_spread: a.rel_spread,
+                spread_source: "stated with the constant",
+                used_by: a.used_by.iter().map(|s| s.to_string()).collect(),
+                introduced,
+                seen_tables: seen,
+            }
+        })
+        .collect();
+    out.extend(file_fields()?);
+    Ok(out)
+}
+
+/// The `assumed` fields of the built-in model files (`{ value = ..., source = "assumed..." }`).
+pub fn file_fields() -> crate::error::Result<Vec<Entry>> {
+    let files = crate::hw::machine::BUILTIN
+        .iter()
+        .map(|b| (format!("models/{}.toml", b.name), b.toml))
+        .chain(
+            crate::workload::registry::BUILTIN
+                .iter()
+                .map(|b| (format!("models/workloads/{}.toml", b.name), b.toml)),
+        );
+    let mut out = Vec::new();
+    for (file, text) in files {
+        let doc: toml::Table = toml::from_str(text)
+            .map_err(|e| crate::error::Error::invalid(&file, "toml", e.to_string()))?;
+        let doc = toml::Value::Table(doc);
+        let mut found = Vec::new();
+        walk("", &doc, &mut found);
+        let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+        for (path, t) in found {
+            let n = counts.entry(path.clone()).or_default();
+            let field = if *n == 0 {
+                path.clone()
+            } else {
+                format!("{path}#{n}")
+            };
+            *n += 1;
+            let id = format!("{file}:{field}");
+            let (introduced, seen) = seen_tables(&id).unwrap_or_default();
+            let v = t.get("value");
+            out.push(Entry {
+                id,
+                kind: "model file",
+                value: v.and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64))),
+                value_text: v
+                    .filter(|v| !(v.is_float() || v.is_integer()))
+                    .map(|v| v.to_string()),
+                unit: t
+                    .get("unit")
+                    .and_then(|u| u.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                source: t
+                    .get("source")
+                    .and_then(|s| s.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                rel_spread: FILE_FIELD_REL_SPREAD,
+                spread_source: "the registry's default for an assumed file field",
+                used_by: vec![],
+                introduced,
+                seen_tables: seen,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Collects `(path, table)` of every table whose `source` starts with `assumed`, in file order
+/// of keys as the TOML parser keeps them.
+fn walk<'a>(path: &str, v: &'a toml::Value, out: &mut Vec<(String, &'a toml::Table)>) {
+    match v {
+        toml::Value::Table(t) => {
+            if t.get("source")
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.starts_with("assumed"))
+            {
+                out.push((path.to_string(), t));
+                return;
+            }
+            for (k, x) in t {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                walk(&p, x, out);
+            }
+        }
+        toml::Value::Array(a) => {
+            for x in a {
+                walk(path, x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Every assumed constant, grouped by the thread that uses it.
 pub fn all() -> Vec<Assumption> {
     vec![
@@ -290,6 +455,96 @@ pub fn all() -> Vec<Assumption> {
             rel_spread: 0.5,
             used_by: &["004"],
             chosen_while_seeing: "none (interval width only; no table compares with it)",
+        },
+        Assumption {
+            name: "literature_dhama::PAIRS",
+            value: f64::from(crate::validate::literature_dhama::PAIRS),
+            unit: "sender/receiver pairs",
+            provenance: "assumed: Dhama's sweep table does not say how many pairs ran; his prose places the regression going from 32 to 64",
+            rel_spread: 0.5,
+            used_by: &["literature"],
+            chosen_while_seeing: "the Dhama tables (the validator was written with them)",
+        },
+        Assumption {
+            name: "literature_huang::TICK_PHASES",
+            value: f64::from(crate::validate::literature_huang::TICK_PHASES),
+            unit: "phases",
+            provenance: "assumed: where in its vmstat interval a compiler process starts is unknown; four evenly spaced phases average over it",
+            rel_spread: 0.5,
+            used_by: &["literature"],
+            chosen_while_seeing: "Huang's cover tables",
+        },
+        Assumption {
+            name: "literature_huang::PROCESSES",
+            value: f64::from(crate::validate::literature_huang::PROCESSES),
+            unit: "processes",
+            provenance: "assumed: processes one kbuild flow steps back to back on a CPU (the first quarter warms up)",
+            rel_spread: 0.5,
+            used_by: &["literature"],
+            chosen_while_seeing: "Huang's cover tables",
+        },
+        Assumption {
+            name: "literature_huang::DEFAULT_PHASE_PAGES",
+            value: crate::validate::literature_huang::DEFAULT_PHASE_PAGES,
+            unit: "pages",
+            provenance: "assumed: a compiler process's pages when the workload file gives no op.phase_pages (64 MiB)",
+            rel_spread: 1.0,
+            used_by: &["literature"],
+            chosen_while_seeing: "Huang's cover tables",
+        },
+        Assumption {
+            name: "literature_huang::DEFAULT_ALLOC_WORK_SHARE",
+            value: crate::validate::literature_huang::DEFAULT_ALLOC_WORK_SHARE,
+            unit: "fraction of the work",
+            provenance: "assumed: a compiler does nearly all its work while its memory grows when the file gives no params.alloc_work_share",
+            rel_spread: 0.01,
+            used_by: &["literature"],
+            chosen_while_seeing: "Huang's cover tables",
+        },
+        Assumption {
+            name: "literature_huang::PAIR_TICK_NS",
+            value: crate::validate::literature_huang::PAIR_TICK_NS,
+            unit: "ns",
+            provenance: "assumed: the lmbench machines ran the kernel's default vm.stat_interval (1 s)",
+            rel_spread: 0.1,
+            used_by: &["literature"],
+            chosen_while_seeing: "Huang's cover tables",
+        },
+        Assumption {
+            name: "literature_huang::PAIR_SPAN_NS",
+            value: crate::validate::literature_huang::PAIR_SPAN_NS,
+            unit: "ns",
+            provenance: "assumed: simulated span of the lmbench pair flow, long enough for the live high to settle (the first quarter warms up)",
+            rel_spread: 0.5,
+            used_by: &["literature"],
+            chosen_while_seeing: "Huang's cover tables",
+        },
+        Assumption {
+            name: "numa_fold::CONFIG_CMA_ASSUMED",
+            value: if crate::model::numa_fold::CONFIG_CMA_ASSUMED { 1.0 } else { 0.0 },
+            unit: "bool (1 = CONFIG_CMA=y)",
+            provenance: "assumed: CONFIG_CMA=y, as in the Fedora and Ubuntu x86-64 configurations of 2017; neither thread 002 nor Kemi Wang's series states it",
+            rel_spread: 1.0,
+            used_by: &["002", "literature"],
+            chosen_while_seeing: "thread 002's table and Kemi Wang's",
+        },
+        Assumption {
+            name: "vmstat::EVENTS_PER_LOCAL_ALLOC",
+            value: crate::model::vmstat::EVENTS_PER_LOCAL_ALLOC,
+            unit: "counter events",
+            provenance: "assumed: NUMA_HIT and NUMA_LOCAL per local allocation (zone_statistics())",
+            rel_spread: 0.25,
+            used_by: &["002", "literature"],
+            chosen_while_seeing: "thread 002's table",
+        },
+        Assumption {
+            name: "highorder::SPLITS_PER_OP",
+            value: crate::model::highorder::SPLITS_PER_OP,
+            unit: "expand() steps per allocation",
+            provenance: "assumed: in page_fault1's steady state every order-4 folio is freed again, so splits and merges are about one per operation",
+            rel_spread: 0.5,
+            used_by: &["003"],
+            chosen_while_seeing: "thread 003's tables",
         },
     ]
 }

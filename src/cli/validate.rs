@@ -147,6 +147,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             all
         }
     };
+    pcpmodel::validate::with_provenance(&mut tables)?;
     if args.what_it_would_take {
         let Some(huang) = tables.iter_mut().find(|v| v.thread == "literature-huang") else {
             anyhow::bail!(
@@ -271,12 +272,13 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             "title": v.title,
             "free_params": v.free_params,
             "assumed_constants": v.assumed_constants,
+            "assumed_entries": v.assumed_entries,
             "degrees_of_freedom": v.degrees_of_freedom,
             "by_role": by_role,
             "notes": v.notes,
         }));
     }
-    notes.push("error = (predicted - measured) / |measured|. Roles: fitted = in the fit; loo = the fit redone without the row; held_out = another condition, no refit, nothing chosen while looking at it; seen = not fitted, but a constant or mechanism was chosen while it was visible (not a blind test); alternative = a variant of the model shown for comparison; no_fit = derived, nothing fitted; literature = published data beyond the threads".to_string());
+    notes.push("error = (predicted - measured) / |measured|. Roles: fitted = in the fit; loo = the fit redone without the row; held_out = another condition, no refit, nothing chosen while looking at it; seen = not fitted, but an entry it depends on (depends_on; `pcpmodel assumptions`) was chosen while its table was visible (not a blind test); alternative = a variant of the model shown for comparison; no_fit = derived, nothing fitted; literature = published data beyond the threads".to_string());
     let report = Report {
         json: serde_json::json!({"rows": rows, "tables": table_meta}),
         tables: vec![t, summary],

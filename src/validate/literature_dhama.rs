@@ -26,7 +26,7 @@ const SWEEP: &str = "literature/nikhil_dhama_amd_2025_free_high_threshold_iperf3
 const MULTI: &str = "literature/nikhil_dhama_amd_2025_free_high_multi_benchmark";
 const MACHINE: &str = "epyc-9965-2s";
 /// Pairs: the table does not say; the prose's regression appears going from 32 to 64 pairs.
-const PAIRS: u32 = 64;
+pub const PAIRS: u32 = 64;
 
 /// One setting of the kernel: version and free_count threshold (pages; None: the kernel's).
 #[derive(Clone, Copy)]

@@ -54,7 +54,18 @@ const LMBENCH_MACHINE: &str = "icelake-server";
 /// The built-in workload of the cover tables' netperf SCTP_STREAM_MANY rows.
 const SCTP_WORKLOAD: &str = "netperf-sctp-stream";
 /// Tick phases a process flow is run at (their tallies are summed).
-const TICK_PHASES: u32 = 4;
+pub const TICK_PHASES: u32 = 4;
+/// Processes one kbuild flow steps back to back (the first quarter warms up).
+pub const PROCESSES: u32 = 8;
+/// Pages a compiler process faults when the workload file gives no `op.phase_pages`.
+pub const DEFAULT_PHASE_PAGES: f64 = 16_384.0;
+/// Share of a process's work done while it allocates when the file gives no
+/// `params.alloc_work_share`.
+pub const DEFAULT_ALLOC_WORK_SHARE: f64 = 0.99;
+/// The lmbench pair flow's vmstat interval, ns (the kernel's default `stat_interval`, 1 s).
+pub const PAIR_TICK_NS: f64 = 1e9;
+/// The lmbench pair flow's simulated span, ns (the first quarter warms up).
+pub const PAIR_SPAN_NS: f64 = 4e9;
 
 /// One workload in one state of the series.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -107,8 +118,11 @@ fn kbuild_with(state: SeriesState, work_scale: f64) -> Result<StatePrediction> {
     // the kind alloc-loop treats its phases (crate::model::hold::BlockPattern).
     model.block_pattern = crate::model::hold::BlockPattern::Sequential;
     let work = w.op.work.ns_at(machine.clock.base_ghz.value) * work_scale;
-    let pages = w.op.phase_pages.as_ref().map_or(16_384.0, |q| q.value) as u64;
-    let share = w.param_or("alloc_work_share", 0.99);
+    let pages =
+        w.op.phase_pages
+            .as_ref()
+            .map_or(DEFAULT_PHASE_PAGES, |q| q.value) as u64;
+    let share = w.param_or("alloc_work_share", DEFAULT_ALLOC_WORK_SHARE);
     // The process's life as the kind alloc-loop reads it (params.life_free_share,
     // alloc_run_pages, life_free_run_pages): all at exit unless the file says it frees while
     // it runs.
@@ -123,7 +137,7 @@ fn kbuild_with(state: SeriesState, work_scale: f64) -> Result<StatePrediction> {
             share,
             pgd_order: w.param_or("exit_pgd_order", 1.0) as u8,
             tick_ns: w.param_or("vmstat_interval_ms", 1000.0) * 1e6,
-            processes: 8,
+            processes: PROCESSES,
             tick_phase: f64::from(i) / f64::from(TICK_PHASES),
         };
         let mut st = pageset(&model, state, 0)?;
@@ -184,8 +198,8 @@ fn pairs_with(workload: &str, state: SeriesState, work_scale: f64) -> Result<Sta
     let flow = PairFlow {
         orders,
         work_ns: work,
-        tick_ns: 1e9,
-        span_ns: 4e9,
+        tick_ns: PAIR_TICK_NS,
+        span_ns: PAIR_SPAN_NS,
         reader_allocs_per_block: 0.0,
         reader_alloc_burst_pages: 1.0,
         writer_free_share: 0.0,

@@ -105,6 +105,10 @@ pub struct ValidationRow {
     pub role: Role,
     /// How the prediction was made (which fit, what was held out).
     pub how: String,
+    /// Ids of the registry entries ([`crate::assumptions::registry`]) the prediction reads:
+    /// the assumed constants its table uses and the `assumed` fields of its workload and
+    /// machine files. Set by [`with_provenance`].
+    pub depends_on: Vec<String>,
 }
 
 impl ValidationRow {
@@ -136,6 +140,7 @@ impl ValidationRow {
             },
             role,
             how: how.into(),
+            depends_on: Vec::new(),
         }
     }
 }
@@ -157,6 +162,8 @@ pub struct TableValidation {
     /// Fitted rows minus fitted parameters over all of the table's fits (0 for an exactly
     /// determined fit; not meaningful when nothing is fitted).
     pub degrees_of_freedom: i64,
+    /// Registry entries any of its rows depends on (set by [`with_provenance`]).
+    pub assumed_entries: Vec<String>,
     /// Notes for people: disagreements and why we think they happen.
     pub notes: Vec<String>,
 }
@@ -178,13 +185,6 @@ impl TableValidation {
             .iter()
             .filter(|r| r.role == Role::Fitted && fitted_quantities.contains(&r.quantity.as_str()))
             .count();
-        let mut notes = notes;
-        let seen = rows.iter().filter(|r| r.role == Role::Seen).count();
-        if seen > 0 {
-            notes.push(format!(
-                "{seen} row(s) are labelled seen, not held out: nothing was fitted to them, but constants or mechanisms they depend on were chosen while they were visible (`pcpmodel assumptions` lists which, with the commit)"
-            ));
-        }
         TableValidation {
             thread: thread.to_string(),
             title: title.into(),
@@ -195,6 +195,7 @@ impl TableValidation {
                 .map(crate::assumptions::describe)
                 .collect(),
             degrees_of_freedom: fitted_rows as i64 - fitted_parameters as i64,
+            assumed_entries: Vec::new(),
             notes,
         }
     }
@@ -227,6 +228,90 @@ impl TableValidation {
 }
 
 pub use crate::workload::spec::THREAD_KINDS;
+
+/// The built-in workload files a table's predictions read: for a seed thread's table the files
+/// naming that thread, for a literature table those its validator resolves.
+pub fn table_workloads(table: &str) -> Result<Vec<String>> {
+    let fixed: &[&str] = match table {
+        "literature-halbuer" => &["bulk-alloc-order0", "bulk-alloc-order9"],
+        "literature-kemiwang" => &["page-bench"],
+        "literature-jordan" => &["will-it-scale-page-fault1"],
+        "literature-huang" | "literature-huang-prose" => {
+            &["kbuild-cgroups", "lmbench-af-unix", "netperf-sctp-stream"]
+        }
+        "literature-dhama-sweep" => &["iperf3-tcp"],
+        "literature-dhama-multi" => &["iperf3-tcp", "lmbench-af-unix", "netperf-sctp-stream"],
+        "literature-lkp" => &["netperf-sctp-stream"],
+        t => {
+            return Ok(crate::workload::Registry::builtin()
+                .all_builtin()?
+                .into_iter()
+                .filter(|w| w.spec.thread.as_deref() == Some(t))
+                .map(|w| w.spec.name)
+                .collect())
+        }
+    };
+    Ok(fixed.iter().map(|s| s.to_string()).collect())
+}
+
+/// A row's role from what it depends on: `fitted`, `loo` and `alternative` are what the fit
+/// (or the comparison) did; any other row is `seen` when an entry it depends on was chosen while
+/// its table was visible, else `literature` (a published table beyond the threads), `no_fit`
+/// (nothing fitted) or `held_out`.
+pub fn computed_role(typed: Role, table: &str, deps: &[&crate::assumptions::Entry]) -> Role {
+    match typed {
+        Role::Fitted | Role::Loo | Role::Alternative => typed,
+        _ if deps
+            .iter()
+            .any(|e| e.seen_tables.iter().any(|t| t == table)) =>
+        {
+            Role::Seen
+        }
+        _ if table.starts_with("literature") => Role::Literature,
+        Role::NoFit => Role::NoFit,
+        _ => Role::HeldOut,
+    }
+}
+
+/// Sets every row's `depends_on` and role ([`computed_role`]) and every table's
+/// `assumed_entries`, from the registry.
+pub fn with_provenance(tables: &mut [TableValidation]) -> Result<()> {
+    let reg = crate::assumptions::registry()?;
+    for t in tables.iter_mut() {
+        let user = if t.thread.starts_with("literature") {
+            "literature"
+        } else {
+            t.thread.as_str()
+        };
+        let files: Vec<String> = table_workloads(&t.thread)?
+            .iter()
+            .map(|w| format!("models/workloads/{w}.toml:"))
+            .collect();
+        let table = t.thread.clone();
+        let mut all: std::collections::BTreeSet<String> = Default::default();
+        for row in t.rows.iter_mut() {
+            let machine = format!("models/{}.toml:", row.machine);
+            let deps: Vec<&crate::assumptions::Entry> = reg
+                .iter()
+                .filter(|e| match e.kind {
+                    "constant" => e.used_by.iter().any(|u| u == user),
+                    _ => e.id.starts_with(&machine) || files.iter().any(|f| e.id.starts_with(f)),
+                })
+                .collect();
+            row.role = computed_role(row.role, &table, &deps);
+            row.depends_on = deps.iter().map(|e| e.id.clone()).collect();
+            all.extend(row.depends_on.iter().cloned());
+        }
+        t.assumed_entries = all.into_iter().collect();
+        let seen = t.rows.iter().filter(|r| r.role == Role::Seen).count();
+        if seen > 0 {
+            t.notes.push(format!(
+                "{seen} row(s) are seen, not tests: an entry they depend on was chosen while this table was visible (`pcpmodel assumptions`)."
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// The seed threads `validate` knows ([`THREAD_KINDS`]; each is the `thread` of one built-in
 /// workload file of that kind, which the unit test below checks).

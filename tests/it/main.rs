@@ -5,6 +5,7 @@
 
 mod alloc_loop;
 mod allocpath_cli;
+mod assumptions_registry;
 mod cli_contracts;
 mod cli_kernel_builtin;
 mod cli_negative;
