@@ -15,8 +15,9 @@
 //! What the replay is compared with: the recorded refills (`rmqueue_bulk()` calls) and drains
 //! (`free_pcppages_bulk()` calls), the drains that came on a free of order 1-3 (a drain line
 //! whose CPU's previous run freed such pages: where `free_high` can fire), and the pagesets at
-//! the end. `free_high` itself and the decay's drains are not told apart by the tracepoints:
-//! those rows have the replay's value only.
+//! the end. `free_high` itself, the decay's drains and the reuse distances (the pages a CPU
+//! allocated between a block's free and its reuse: whether its lines can still be in the
+//! caches) are not in the tracepoints' counts: those rows have the replay's value only.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -617,6 +618,36 @@ pub fn replay<R: BufRead>(
             f64::from(tt.final_high),
         ),
         q("pages held, mean", "pages", None, tt.mean_held()),
+        q(
+            "allocations reused within 1 MiB allocated (256 pages)",
+            "%",
+            None,
+            100.0 * tt.reuse.share_within(256),
+        ),
+        q(
+            "allocations reused within 4 MiB allocated (1024 pages)",
+            "%",
+            None,
+            100.0 * tt.reuse.share_within(1024),
+        ),
+        q(
+            "allocations reused within 16 MiB allocated (4096 pages)",
+            "%",
+            None,
+            100.0 * tt.reuse.share_within(4096),
+        ),
+        q(
+            "allocations reused from the list at any distance",
+            "%",
+            None,
+            100.0 * tt.reuse.share_within(u64::MAX),
+        ),
+        q(
+            "allocations of a block a refill brought",
+            "%",
+            None,
+            100.0 * tt.reuse.refilled as f64 / tt.reuse.total().max(1) as f64,
+        ),
         q(
             "live pcp->high, mean, summed",
             "pages",

@@ -9,8 +9,15 @@
 //! tracepoints count, so that a recorded flow's own refills and drains can stand beside them:
 //! a refill is one `rmqueue_bulk()` call, a drain one free step (or decay) that returned pages
 //! to the buddy allocator.
+//!
+//! The reuse distance of an allocation served from a list is the pages the CPU allocated since
+//! the block was freed there: the data written in between, which decides whether the block's
+//! lines are still in the CPU's caches. Each list is shadowed as the kernel orders it (a free
+//! goes to the head, an allocation takes the head, a refill fills the tail, a drain takes the
+//! tail: `list_add()`, `list_first_entry()`, `list_last_entry()` in mm/page_alloc.c), its length
+//! kept equal to the engine's count of blocks on it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
@@ -58,6 +65,99 @@ pub struct StreamTally {
     pub final_count: u32,
     /// Live `pcp->high` at the end.
     pub final_high: u32,
+    /// Allocations served from the list by reuse distance: counts per bucket of
+    /// [`REUSE_BUCKET_PAGES`] (the last bucket: farther), and blocks a refill brought.
+    pub reuse: ReuseHistogram,
+}
+
+/// Upper edges of the reuse-distance buckets, pages allocated on the CPU since the block's free
+/// (1 MiB, 4 MiB, 16 MiB, 64 MiB of data; the last bucket is everything farther).
+pub const REUSE_BUCKET_PAGES: [u64; 4] = [256, 1024, 4096, 16384];
+
+/// Allocations by reuse distance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReuseHistogram {
+    /// Counts per bucket of [`REUSE_BUCKET_PAGES`], then one for farther.
+    pub buckets: [u64; 5],
+    /// Allocations of a block a refill brought from the buddy allocator (no reuse on this CPU).
+    pub refilled: u64,
+    /// Page-weighted sum of distances (for the mean).
+    pub distance_pages_sum: f64,
+}
+
+impl ReuseHistogram {
+    fn add(&mut self, d: u64) {
+        let i = REUSE_BUCKET_PAGES
+            .iter()
+            .position(|&e| d < e)
+            .unwrap_or(REUSE_BUCKET_PAGES.len());
+        self.buckets[i] += 1;
+        self.distance_pages_sum += d as f64;
+    }
+
+    /// Adds another histogram.
+    pub fn merge(&mut self, o: &ReuseHistogram) {
+        for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
+            *a += b;
+        }
+        self.refilled += o.refilled;
+        self.distance_pages_sum += o.distance_pages_sum;
+    }
+
+    /// Allocations counted.
+    pub fn total(&self) -> u64 {
+        self.buckets.iter().sum::<u64>() + self.refilled
+    }
+
+    /// Share of the allocations reused within `pages` (a bucket edge, or the largest edge for
+    /// everything reused), of all allocations counted.
+    pub fn share_within(&self, pages: u64) -> f64 {
+        let n = self.total();
+        if n == 0 {
+            return 0.0;
+        }
+        let k = REUSE_BUCKET_PAGES
+            .iter()
+            .position(|&e| e == pages)
+            .map_or(self.buckets.len(), |i| i + 1);
+        self.buckets[..k].iter().sum::<u64>() as f64 / n as f64
+    }
+}
+
+/// The kernel's order of one list: `Some(pages allocated on the CPU when freed)` per block, or
+/// `None` for a block a refill brought; head first.
+#[derive(Debug, Clone, Default)]
+struct ShadowList(VecDeque<Option<u64>>);
+
+/// Lists shadowed: orders 0-3 and THP (the engine's other lists hold no flow blocks).
+const SHADOWED_ORDERS: [u8; 5] = [0, 1, 2, 3, 9];
+
+#[derive(Debug, Clone, Default)]
+struct Shadow {
+    lists: [ShadowList; 5],
+    /// Pages allocated on this pageset so far.
+    allocated_pages: u64,
+}
+
+impl Shadow {
+    fn index(order: u8) -> Option<usize> {
+        SHADOWED_ORDERS.iter().position(|&o| o == order)
+    }
+
+    /// Makes each list as long as the engine's: blocks gone from the tail (drained), blocks
+    /// added at the tail (refilled).
+    fn reconcile(&mut self, st: &PcpState) {
+        for (i, &o) in SHADOWED_ORDERS.iter().enumerate() {
+            let want = st.list_blocks(o) as usize;
+            let l = &mut self.lists[i].0;
+            while l.len() > want {
+                l.pop_back();
+            }
+            while l.len() < want {
+                l.push_back(None);
+            }
+        }
+    }
 }
 
 impl StreamTally {
@@ -105,6 +205,7 @@ impl StreamTally {
         self.events += o.events;
         self.final_count += o.final_count;
         self.final_high += o.final_high;
+        self.reuse.merge(&o.reuse);
     }
 }
 
@@ -120,7 +221,7 @@ pub enum StreamOp {
 /// Pagesets keyed by (CPU, zone index) with their tallies.
 #[derive(Debug, Clone, Default)]
 pub struct StreamReplay {
-    sets: BTreeMap<(u32, u8), (PcpState, StreamTally)>,
+    sets: BTreeMap<(u32, u8), (PcpState, StreamTally, Shadow)>,
 }
 
 impl StreamReplay {
@@ -131,7 +232,10 @@ impl StreamReplay {
 
     /// Adds (or replaces) the pageset of `cpu` in zone `zone`.
     pub fn insert(&mut self, cpu: u32, zone: u8, st: PcpState) {
-        self.sets.insert((cpu, zone), (st, StreamTally::default()));
+        let mut sh = Shadow::default();
+        sh.reconcile(&st);
+        self.sets
+            .insert((cpu, zone), (st, StreamTally::default(), sh));
     }
 
     /// Whether a pageset of `cpu` in `zone` is replayed.
@@ -142,7 +246,7 @@ impl StreamReplay {
     /// Steps `n` events of `op` at `order` on `cpu`'s pageset of `zone`. Events of a pageset
     /// not replayed are an error of the caller: it decides which pagesets exist.
     pub fn step(&mut self, cpu: u32, zone: u8, op: StreamOp, order: u8, n: u64) -> Result<()> {
-        let Some((st, t)) = self.sets.get_mut(&(cpu, zone)) else {
+        let Some((st, t, sh)) = self.sets.get_mut(&(cpu, zone)) else {
             return Err(crate::error::Error::invalid(
                 "stream replay",
                 "cpu/zone",
@@ -156,15 +260,36 @@ impl StreamReplay {
                     let s = st.alloc(order)?;
                     if s.bypassed_pcp {
                         t.bypassed += 1;
-                    } else if s.refill_pages > 0 {
-                        t.refills += 1;
-                        t.refill_pages += u64::from(s.refill_pages);
-                        t.refill_blocks += u64::from(s.refill_blocks);
+                    } else {
+                        if s.refill_pages > 0 {
+                            t.refills += 1;
+                            t.refill_pages += u64::from(s.refill_pages);
+                            t.refill_blocks += u64::from(s.refill_blocks);
+                            // The refill filled the (empty) list: one more block than is left.
+                            if let Some(i) = Shadow::index(order) {
+                                let l = &mut sh.lists[i].0;
+                                for _ in 0..s.refill_blocks {
+                                    l.push_back(None);
+                                }
+                            }
+                        }
+                        if let Some(i) = Shadow::index(order) {
+                            match sh.lists[i].0.pop_front() {
+                                Some(Some(at)) => t.reuse.add(sh.allocated_pages - at),
+                                _ => t.reuse.refilled += 1,
+                            }
+                        }
+                        sh.allocated_pages += 1 << order;
                     }
+                    sh.reconcile(st);
                 }
                 StreamOp::Free => {
                     let before = st.drained_blocks;
+                    if let Some(i) = Shadow::index(order).filter(|_| st.pcp_allowed_order(order)) {
+                        sh.lists[i].0.push_front(Some(sh.allocated_pages));
+                    }
                     let f = st.free(order)?;
+                    sh.reconcile(st);
                     t.drain_blocks += st.drained_blocks - before;
                     if f.bypassed_pcp {
                         t.bypassed += 1;
@@ -206,12 +331,13 @@ impl StreamReplay {
     /// A vmstat tick on every CPU: `decay_pcp_high()` on each pageset of a kernel that
     /// auto-tunes (6.7+); nothing before.
     pub fn tick(&mut self) -> Result<()> {
-        for (st, t) in self.sets.values_mut() {
+        for (st, t, sh) in self.sets.values_mut() {
             if !st.version().era().auto_tunes_high() {
                 continue;
             }
             let before = st.drained_blocks;
             let d = st.decay_pcp_high()?;
+            sh.reconcile(st);
             t.drain_blocks += st.drained_blocks - before;
             if !d.drained_pages_per_hold.is_empty() {
                 t.drains += 1;
@@ -230,7 +356,7 @@ impl StreamReplay {
 
     /// The tallies by (CPU, zone index).
     pub fn tallies(&self) -> impl Iterator<Item = ((u32, u8), &StreamTally)> {
-        self.sets.iter().map(|(k, (_, t))| (*k, t))
+        self.sets.iter().map(|(k, (_, t, _))| (*k, t))
     }
 }
 

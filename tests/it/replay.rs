@@ -396,3 +396,23 @@ fn a_machine_adds_the_modelled_zone_lock_side() {
         None
     );
 }
+
+#[test]
+fn a_page_fault_loops_reuse_distances_spread_over_its_region() {
+    // The loop maps 16 MiB (4096 pages), touches them and unmaps them. The list is LIFO: the
+    // k-th page the next pass allocates is the one freed k-th from the end of the unmap, with k
+    // pages allocated since. So the distances spread evenly over 0..4096 pages: 256/4096 =
+    // 6.25 % within 256 pages, 25 % within 1024, nearly all within 4096. The rest are refills
+    // and the other CPU's process; 2 points of slack.
+    let v = replay_json(
+        &PathBuf::from(format!("{SWEEP}/page-fault-f0.flow.gz")),
+        &[],
+    );
+    let share = |n: &str| quantity(&v, n).1;
+    let a = share("allocations reused within 1 MiB allocated (256 pages)");
+    let b = share("allocations reused within 4 MiB allocated (1024 pages)");
+    let c = share("allocations reused within 16 MiB allocated (4096 pages)");
+    assert!((a - 6.25).abs() < 2.0, "{a}");
+    assert!((b - 25.0).abs() < 2.0, "{b}");
+    assert!(c > 95.0, "{c}");
+}
