@@ -360,6 +360,12 @@ pub fn replay<R: BufRead>(
     let mut limits_of: BTreeMap<(u32, u8), PcpLimits> = BTreeMap::new();
     let mut notes = Vec::new();
     let mut no_slice = false;
+    if k.is_newer_than_modelled() {
+        notes.push(format!(
+            "Kernel {k} is newer than the newest whose PCP code is modelled ({}): its rules are taken as that kernel's.",
+            KernelVersion::NEWEST_MODELLED
+        ));
+    }
     for (zi, (zname, z)) in r.start.iter().enumerate() {
         let zi = u8::try_from(zi)
             .map_err(|_| Error::invalid(label, "pagesets_start", "more than 255 zones"))?;

@@ -248,6 +248,12 @@ fn bad_flows_are_errors_naming_line_and_field() {
         &text.replace("\"6.6.0\"", "\"banana\""),
         &["kernel.flow:2", "meta.kernel"],
     );
+    // A kernel older than any whose PCP formulas are modelled.
+    fail(
+        "old.flow",
+        &text.replace("\"6.6.0\"", "\"3.10.0\""),
+        &["old.flow:2", "meta.kernel", "oldest"],
+    );
 }
 
 #[test]
