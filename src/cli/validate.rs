@@ -128,6 +128,24 @@ fn one_workload(args: &Args, name: &str) -> anyhow::Result<Vec<TableValidation>>
     Ok(vec![v?])
 }
 
+/// A literature table's RMS relative error over its rows of machine `m` and quantity `q` that
+/// nothing was fitted to, whatever their computed role (`seen` or `literature`): how far the
+/// model is from the published numbers. None for a seed thread's table.
+fn published_rms(v: &TableValidation, m: &str, q: &str) -> Option<f64> {
+    if !v.thread.starts_with("literature") {
+        return None;
+    }
+    let e: Vec<f64> = v
+        .rows
+        .iter()
+        .filter(|r| r.machine == m && r.quantity == q)
+        .filter(|r| !matches!(r.role, Role::Fitted | Role::Alternative))
+        .map(|r| r.rel_error)
+        .filter(|x| x.is_finite())
+        .collect();
+    (!e.is_empty()).then(|| (e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).sqrt())
+}
+
 /// Runs `pcpmodel validate`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let mut tables = match (&args.workload, &args.thread) {
@@ -189,6 +207,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         "seen RMS rel (%)",
         "no-fit RMS rel (%)",
         "literature RMS rel (%)",
+        "published table RMS rel (%)",
         "max |fitted err| (%)",
         "free parameters",
         "dof",
@@ -222,6 +241,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
                 pct(v.rms_rel(Role::Seen, Some(m), Some(q))),
                 pct(v.rms_rel(Role::NoFit, Some(m), Some(q))),
                 pct(v.rms_rel(Role::Literature, Some(m), Some(q))),
+                pct(published_rms(v, m, q)),
                 pct(max_fit),
                 v.free_params.join(", "),
                 v.degrees_of_freedom.to_string(),

@@ -446,4 +446,29 @@ fn human_summary_shows_the_literature_rms_of_each_table() {
         (shown - rms_pct).abs() <= 0.005 + 1e-9,
         "{thread} / {machine} / {quantity}: summary {shown}, rows give {rms_pct}"
     );
+    // The published-table column: every row of the group nothing was fitted to, whatever its
+    // computed role.
+    let all: Vec<f64> = rows
+        .iter()
+        .filter(|r| {
+            key(r) == key(first)
+                && !["fitted", "alternative"].contains(&r["role"].as_str().unwrap())
+        })
+        .map(|r| {
+            let (m, p) = (
+                r["measured"].as_f64().unwrap(),
+                r["predicted"].as_f64().unwrap(),
+            );
+            (p - m) / m.abs()
+        })
+        .filter(|e| e.is_finite())
+        .collect();
+    let all_pct = 100.0 * (all.iter().map(|e| e * e).sum::<f64>() / all.len() as f64).sqrt();
+    let shown: f64 = cell(line, col("published table RMS"))
+        .parse()
+        .unwrap_or_else(|_| panic!("the published table RMS cell is not a number: {line:?}"));
+    assert!(
+        (shown - all_pct).abs() <= 0.005 + 1e-9,
+        "{thread} / {machine} / {quantity}: published {shown}, rows give {all_pct}"
+    );
 }
