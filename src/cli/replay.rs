@@ -54,7 +54,8 @@ pub struct Args {
     #[arg(long, value_name = "FLOW")]
     pub against: Option<PathBuf>,
     /// A machine (built-in name or TOML file, e.g. `pcpmodel measure latency --toml`): adds the
-    /// modelled zone->lock side (hold per refill and drain, wait per visit, time per page).
+    /// modelled zone->lock side (hold per refill and drain, wait per visit, time per page) and
+    /// where allocated blocks are found in its caches.
     #[arg(long)]
     pub machine: Option<String>,
 }
@@ -93,7 +94,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         let q = lock_quantities(&r, &machine)?;
         r.quantities.extend(q);
         r.notes.push(format!(
-            "zone->lock rows: the kernel's code on {} (hold = call + hand-over + blocks; wait from the lock's queue at the replayed visit rate).",
+            "Modelled rows on {}: zone->lock holds from the kernel's code, waits from its queue; cache rows from reuse distances (a refilled block counts as DRAM).",
             machine.name
         ));
     }

@@ -739,7 +739,9 @@ pub fn replay_against(
     Ok(mine)
 }
 
-/// The zone->lock side of a replay on `machine`: each pageset's refills and drains as holds of
+/// The machine side of a replay on `machine`: where an allocated block's lines are found (its
+/// reuse distance against the caches, [`crate::model::cache`]) and what writing the page then
+/// costs; and the zone->lock side: each pageset's refills and drains as holds of
 /// the kernel's code ([`crate::model::hold::CodeHold`]: the call, the hand-over, a cost per
 /// block), and the wait in the lock's queue ([`crate::model::lock`]: a finite-source queue of
 /// the CPUs the flow ran on, each visiting at the rate the replay gives over the recorded
@@ -812,6 +814,43 @@ pub fn lock_quantities(r: &Replay, machine: &crate::hw::machine::Machine) -> Res
     }
     let pages: u64 = r.pagesets.iter().map(|p| p.replayed.alloc_pages).sum();
     let per = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    // Where a reused block's lines are found: its reuse distance against this CPU's caches (a
+    // refilled block was last written elsewhere: taken as DRAM, an upper bound).
+    let mut hist = crate::model::stream::ReuseHistogram::default();
+    for p in &r.pagesets {
+        hist.merge(&p.replayed.reuse);
+    }
+    let access = if hist.total() > 0 {
+        use crate::model::cache::{page_access_cost, Hierarchy, Placement, ReuseDist, Segment};
+        use crate::model::stream::REUSE_BUCKET_PAGES;
+        let n = hist.total() as f64;
+        let mut edges = vec![0u64];
+        edges.extend(REUSE_BUCKET_PAGES);
+        let last = *REUSE_BUCKET_PAGES.last().unwrap_or(&0);
+        edges.push(last * 4);
+        let mut segments: Vec<Segment> = hist
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| Segment {
+                weight: c as f64 / n,
+                offset_pages: edges[i] as f64,
+                a_pages: (edges[i + 1] - edges[i]) as f64,
+                b_pages: 0.0,
+            })
+            .collect();
+        segments.push(Segment {
+            weight: hist.refilled as f64 / n,
+            offset_pages: 1e12,
+            a_pages: 0.0,
+            b_pages: 0.0,
+        });
+        let h = Hierarchy::from_machine(machine, Placement::SameLlc)?;
+        let mlp = crate::assumptions::value("netperf::mlp_lines", 10.0);
+        Some(page_access_cost(&h, &ReuseDist { segments }, 0.0, mlp))
+    } else {
+        None
+    };
     let q = |name: &str, unit: &str, v: f64| Quantity {
         name: name.into(),
         unit: unit.into(),
@@ -843,6 +882,21 @@ pub fn lock_quantities(r: &Replay, machine: &crate::hw::machine::Machine) -> Res
             "zone->lock busy share of the recorded time (modelled)",
             "%",
             100.0 * per(holds_ns, span_ns * zones.len().max(1) as f64),
+        ),
+        q(
+            "allocated blocks found in this CPU's private cache (modelled)",
+            "%",
+            access.map_or(0.0, |a| 100.0 * a.probs.private),
+        ),
+        q(
+            "allocated blocks found in the LLC (modelled)",
+            "%",
+            access.map_or(0.0, |a| 100.0 * a.probs.llc),
+        ),
+        q(
+            "writing an allocated page, by where its lines are (modelled)",
+            "ns",
+            access.map_or(0.0, |a| a.total_ns),
         ),
     ])
 }

@@ -422,3 +422,28 @@ fn a_page_fault_loops_reuse_distances_spread_over_its_region() {
     assert!((b - 25.0).abs() < 2.0, "{b}");
     assert!(c > 95.0, "{c}");
 }
+
+#[test]
+fn a_larger_llc_holds_more_of_a_page_fault_loops_reused_pages() {
+    // The loop's pages come back within 16 MiB of data (the test above): an LLC slice that
+    // holds 16 MiB finds most of them, one of a few MiB finds fewer, and writing a page costs
+    // less where more of its lines are found.
+    let flow = PathBuf::from(format!("{SWEEP}/page-fault-f0.flow.gz"));
+    let on = |m: &str| replay_json(&flow, &["--machine", m]);
+    let (small, big) = (on("skylake-desktop"), on("icelake-server"));
+    let llc = |v: &Value| quantity(v, "allocated blocks found in the LLC (modelled)").1;
+    let cost = |v: &Value| {
+        quantity(
+            v,
+            "writing an allocated page, by where its lines are (modelled)",
+        )
+        .1
+    };
+    assert!(llc(&big) > llc(&small), "{} vs {}", llc(&big), llc(&small));
+    assert!(
+        cost(&big) < cost(&small),
+        "{} vs {}",
+        cost(&big),
+        cost(&small)
+    );
+}
