@@ -689,7 +689,6 @@ pub fn replay<R: BufRead>(
             d("drains").map_or("-".into(), |x| format!("{x:+.1} %")),
         ));
     }
-    let _ = &end;
     Ok(Replay {
         flow: label.to_string(),
         recorded_kernel: r.meta.kernel.clone(),
