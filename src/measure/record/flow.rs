@@ -647,45 +647,46 @@ impl<R: BufRead> FlowReader<R> {
         })
     }
 
-    fn read_raw(&mut self) -> Result<Option<String>> {
-        read_line(
-            &mut self.input,
-            &mut self.buf,
-            &self.label,
-            &mut self.line_no,
-        )
-    }
-
     /// The next flow line; `None` after the `end` line, whose totals must match the lines read.
+    /// Reads into one buffer and allocates nothing per line.
     pub fn next_line(&mut self) -> Result<Option<FlowLine>> {
-        if self.end.is_some() {
-            return Ok(None);
+        loop {
+            if self.end.is_some() {
+                return Ok(None);
+            }
+            self.buf.clear();
+            let n = self
+                .input
+                .read_line(&mut self.buf)
+                .map_err(|e| Error::io(&self.label, e))?;
+            if n == 0 {
+                return Err(Error::parse(
+                    &self.label,
+                    self.line_no + 1,
+                    "end",
+                    "the file ends before its `end` line (truncated?)",
+                ));
+            }
+            self.line_no += 1;
+            let no = self.line_no;
+            let l = self.buf.trim_end_matches(['\n', '\r']);
+            if let Some(rest) = l.strip_prefix("pagesets_end ") {
+                self.end_pagesets = Some(json_of(&self.label, no, "pagesets_end", rest)?);
+                continue;
+            }
+            if let Some(rest) = l.strip_prefix("end ") {
+                let end: FlowEnd = json_of(&self.label, no, "end", rest)?;
+                self.check_end(&end, no)?;
+                self.end = Some(end);
+                return Ok(None);
+            }
+            let line = parse_line(&self.label, no, l, self.start.len())?;
+            if let Some(c) = line.cpu() {
+                line.add_to(self.totals.entry(c).or_default());
+            }
+            self.lines += 1;
+            return Ok(Some(line));
         }
-        let Some(l) = self.read_raw()? else {
-            return Err(Error::parse(
-                &self.label,
-                self.line_no + 1,
-                "end",
-                "the file ends before its `end` line (truncated?)",
-            ));
-        };
-        let (no, label) = (self.line_no, self.label.clone());
-        if let Some(rest) = l.strip_prefix("pagesets_end ") {
-            self.end_pagesets = Some(json_of(&label, no, "pagesets_end", rest)?);
-            return self.next_line();
-        }
-        if let Some(rest) = l.strip_prefix("end ") {
-            let end: FlowEnd = json_of(&label, no, "end", rest)?;
-            self.check_end(&end, no)?;
-            self.end = Some(end);
-            return Ok(None);
-        }
-        let line = parse_line(&label, no, &l, self.start.len())?;
-        if let Some(c) = line.cpu() {
-            line.add_to(self.totals.entry(c).or_default());
-        }
-        self.lines += 1;
-        Ok(Some(line))
     }
 
     fn check_end(&self, end: &FlowEnd, no: usize) -> Result<()> {
@@ -739,7 +740,18 @@ impl<R: BufRead> FlowReader<R> {
 /// Parses one flow line of a file whose `pagesets_start` has `zones` zones.
 pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowLine> {
     let zones = zones.min(usize::from(u8::MAX)) as u8;
-    let f: Vec<&str> = l.split_ascii_whitespace().collect();
+    // At most 7 fields; one more is kept to tell an overlong line.
+    let mut fields = [""; 8];
+    let mut nf = 0;
+    for t in l.split_ascii_whitespace() {
+        if nf == fields.len() {
+            nf += 1;
+            break;
+        }
+        fields[nf] = t;
+        nf += 1;
+    }
+    let f = &fields[..nf.min(fields.len())];
     let bad = |field: &str, msg: String| Error::parse(label, no, field, msg);
     let num = |i: usize, field: &str| -> Result<u64> {
         let s = f
