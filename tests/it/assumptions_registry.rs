@@ -4,27 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use assert_cmd::Command;
+use crate::common;
 use serde_json::Value;
 
 fn registry(extra: &[&str]) -> Vec<Value> {
-    let out = Command::cargo_bin("pcpmodel")
-        .unwrap()
-        .arg("assumptions")
-        .args(extra)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+    let args: Vec<&str> = std::iter::once("assumptions")
+        .chain(extra.iter().copied())
+        .collect();
+    common::json(&args).as_array().unwrap().clone()
 }
 
 /// Lines of each built-in model file whose source starts with `assumed`, counted from the text.
@@ -104,13 +91,7 @@ fn the_constants_validators_and_models_assume_are_registered() {
 
 #[test]
 fn no_test_row_depends_on_an_entry_chosen_while_its_table_was_visible() {
-    let out = Command::cargo_bin("pcpmodel")
-        .unwrap()
-        .args(["validate", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::json(&["validate"]);
     let seen: BTreeMap<String, Vec<String>> = registry(&[])
         .iter()
         .map(|e| {

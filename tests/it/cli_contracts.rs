@@ -7,19 +7,7 @@ fn cmd() -> Command {
     Command::cargo_bin("pcpmodel").unwrap()
 }
 
-fn json(args: &[&str]) -> serde_json::Value {
-    let out = cmd()
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use crate::common::json;
 
 #[test]
 fn predict_json_contract() {

@@ -1,21 +1,6 @@
 //! Issue-2 acceptance on the built-in machine files (not fixtures): thread 004's "capped at 421".
 
-use assert_cmd::Command;
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let out = Command::cargo_bin("pcpmodel")
-        .unwrap()
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use crate::common::json;
 
 fn normal0(v: &serde_json::Value) -> &serde_json::Value {
     v["zones"]

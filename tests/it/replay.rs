@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+
+use crate::common;
 use pcpmodel::measure::record::flow::{
     FlowLine, FlowMeta, FlowWriter, Op, PagesetValues, Pagesets, ZonePagesets,
 };
@@ -85,20 +87,12 @@ fn write_flow(path: &Path, m: &FlowMeta, sets: &Pagesets, lines: &[FlowLine]) ->
 }
 
 fn replay_json(flow: &Path, extra: &[&str]) -> Value {
-    let out = Command::cargo_bin("pcpmodel")
-        .unwrap()
-        .arg("replay")
-        .arg(flow)
-        .args(extra)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let flow = flow.to_str().unwrap();
+    let args: Vec<&str> = ["replay", flow]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    common::json(&args)
 }
 
 fn quantity(v: &Value, name: &str) -> (Option<f64>, f64) {

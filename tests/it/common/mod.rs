@@ -20,3 +20,18 @@ pub fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `pcpmodel ARGS --format json`, which must succeed (its stderr is the failure message), parsed.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let out = pcpmodel()
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
