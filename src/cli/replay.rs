@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::measure::replay::{lock_quantities, replay_against, replay_file, ReplaySettings};
+use pcpmodel::measure::replay::{machine_quantities, replay_against, replay_file, ReplaySettings};
 use pcpmodel::output::report::{sig, Format, Report, Table};
 
 use super::args::bounded;
@@ -91,7 +91,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     };
     if let Some(m) = &args.machine {
         let machine = pcpmodel::hw::machine::Machine::resolve(m)?;
-        let q = lock_quantities(&r, &machine)?;
+        let q = machine_quantities(&r, &machine)?;
         r.quantities.extend(q);
         r.notes.push(format!(
             "Modelled rows on {}: zone->lock holds from the kernel's code, waits from its queue; cache rows from reuse distances (a refilled block counts as DRAM).",

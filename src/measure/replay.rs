@@ -120,6 +120,19 @@ pub struct RecordedCounts {
     pub drains_on_high_order_free: u64,
 }
 
+impl RecordedCounts {
+    /// Adds another pageset's counts.
+    pub fn merge(&mut self, o: &RecordedCounts) {
+        self.allocs += o.allocs;
+        self.frees += o.frees;
+        self.refills += o.refills;
+        self.refill_pages += o.refill_pages;
+        self.drains += o.drains;
+        self.drain_pages += o.drain_pages;
+        self.drains_on_high_order_free += o.drains_on_high_order_free;
+    }
+}
+
 /// A replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Replay {
@@ -128,7 +141,9 @@ pub struct Replay {
     /// Kernel recorded.
     pub recorded_kernel: String,
     /// Kernel whose rules ran.
-    pub kernel: String,
+    pub kernel: KernelVersion,
+    /// `vm.percpu_pagelist_high_fraction` at the recording.
+    pub recorded_fraction: i64,
     /// The recorded setting, in words.
     pub recorded_setting: String,
     /// The replayed setting, in words.
@@ -521,13 +536,7 @@ pub fn replay<R: BufRead>(
             end_count += p.count;
             end_high += p.high;
         }
-        rt.allocs += rc.allocs;
-        rt.frees += rc.frees;
-        rt.refills += rc.refills;
-        rt.refill_pages += rc.refill_pages;
-        rt.drains += rc.drains;
-        rt.drain_pages += rc.drain_pages;
-        rt.drains_on_high_order_free += rc.drains_on_high_order_free;
+        rt.merge(&rc);
         tt.merge(t);
         pagesets.push(PagesetReplay {
             cpu,
@@ -692,7 +701,8 @@ pub fn replay<R: BufRead>(
     Ok(Replay {
         flow: label.to_string(),
         recorded_kernel: r.meta.kernel.clone(),
-        kernel: k.to_string(),
+        kernel: k,
+        recorded_fraction: fraction_rec,
         recorded_setting: setting_words(Some(fraction_rec), &ReplaySettings::default()),
         setting: setting_words(Some(s.fraction.map_or(fraction_rec, i64::from)), s),
         seconds: end.seconds,
@@ -714,8 +724,7 @@ pub fn replay_against(
     let theirs = replay_file(other, &ReplaySettings::default())?;
     let mut settings = *s;
     if !s.changes_anything() {
-        let r = open_flow(other)?;
-        let f = r.meta.sysctl.get(FRACTION_SYSCTL).copied().unwrap_or(0);
+        let f = theirs.recorded_fraction;
         settings.fraction = Some(u32::try_from(f).map_err(|_| {
             Error::invalid(
                 other.display().to_string(),
@@ -745,12 +754,13 @@ pub fn replay_against(
 /// block), and the wait in the lock's queue ([`crate::model::lock`]: a finite-source queue of
 /// the CPUs the flow ran on, each visiting at the rate the replay gives over the recorded
 /// seconds). All modelled: the tracepoints carry no hold or wait times.
-pub fn lock_quantities(r: &Replay, machine: &crate::hw::machine::Machine) -> Result<Vec<Quantity>> {
+pub fn machine_quantities(
+    r: &Replay,
+    machine: &crate::hw::machine::Machine,
+) -> Result<Vec<Quantity>> {
     use crate::model::hold::{p_other, BlockPattern, CodeHold, HoldSide};
     use crate::model::lock::{HoldDist, LockQueue};
-    let k = KernelVersion::parse_release(&r.kernel)
-        .or_else(|_| KernelVersion::parse_labeled(&r.kernel, "kernel"))?;
-    let code = CodeHold::new(machine, k, machine.clock.base_ghz.value);
+    let code = CodeHold::new(machine, r.kernel, machine.clock.base_ghz.value);
     let c2c = machine.latency_ns.c2c_same_llc.value;
     let l2 = machine.latency_ns.l2_hit.value;
     // Per zone: the CPUs on its lock and their visits.
