@@ -456,7 +456,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
     }
     let guard = Arc::new(guard);
     let defer_guard = match args.skb_defer_max {
-        Some(d) => {
+        Some(_) => {
             let (g, rec) =
                 SysctlGuard::acquire(&args.skb_defer_max_path, &defer_journal(&args.journal))?;
             if let Some(r) = rec {
@@ -466,7 +466,6 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
                     r.original
                 );
             }
-            g.set(u64::from(d))?;
             Some(Arc::new(g))
         }
         None => None,
@@ -500,6 +499,11 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
                 Err(e) => eprintln!("\nInterrupted (signal {sig}); restoring failed: {e}"),
             }
         })?;
+    }
+    // Set only once the handler is in place: a signal in between would end the process with
+    // the sysctl changed and nothing restoring it.
+    if let (Some(g), Some(d)) = (&defer_guard, args.skb_defer_max) {
+        g.set(u64::from(d))?;
     }
     if args.realtime {
         if let Err(e) = pcpmodel::measure::latency::set_fifo(true) {
