@@ -5,7 +5,9 @@ mode `own`: every flow replayed at the setting it was recorded at (the engine ag
 kernel on the same stream of allocations and frees). mode `blind`: for each workload, the flow
 recorded at the kernel's default (fraction 0) replayed at each other recorded setting
 (`replay --against`), its rates per 1000 allocations beside the ones the kernel made at that
-setting in the other recording. A rate is checked where the recording at that setting counted
+setting in the other recording. mode `blind-start`: the same, its lists starting as the other
+recording's /proc/zoneinfo showed them before its workload ran (`--start-from-against`): what
+earlier work left on the lists is the machine's state, not the workload's. A rate is checked where the recording at that setting counted
 at least 100 events of it; the direction (blind rows) is the sign of the change from the
 default's recorded rate, replayed against recorded.
 
@@ -19,7 +21,7 @@ import sys
 
 here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 binary = os.environ.get("PCPMODEL", os.path.join(here, "target", "release", "pcpmodel"))
-flows = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "data", "host", "flows", "sweep-2026-12-06")
+flows = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "data", "host", "flows", "sweep-settled-2026-12-06")
 RATES = {
     "refills per 1000 allocations": "refills",
     "drains per 1000 allocations": "drains",
@@ -72,20 +74,26 @@ def main():
                             int(within), ""])
             if f == 0:
                 continue
-            blind = {q["name"]: q for q in replay(base, "--against", other)["quantities"]}
-            for name, short in RATES.items():
-                q = blind[name]
-                rec, rep = q["recorded"], q["replayed"]
-                d0 = at_default[name]["recorded"]
-                diff = (rep - rec) / rec * 100 if rec else None
-                checked = n[short] >= 100
-                within = checked and diff is not None and abs(diff) <= 10
-                sign = lambda x: 0 if abs(x) < 1e-12 else (1 if x > 0 else -1)
-                direction = sign(rep - d0) == sign(rec - d0) or (
-                    abs(rec - d0) <= 0.1 * max(d0, 1e-9) and abs(rep - d0) <= 0.1 * max(d0, 1e-9))
-                w.writerow(["blind", wl, f, short, f"{d0:.4g}", f"{rec:.4g}", f"{rep:.4g}",
-                            "" if diff is None else f"{diff:+.1f}", n[short], int(checked),
-                            int(within), int(direction)])
+            for mode, extra in (("blind", []), ("blind-start", ["--start-from-against"])):
+                blind_rows(w, wl, f, n, at_default, mode,
+                           replay(base, "--against", other, *extra)["quantities"])
+
+
+def blind_rows(w, wl, f, n, at_default, mode, quantities):
+    blind = {q["name"]: q for q in quantities}
+    for name, short in RATES.items():
+        q = blind[name]
+        rec, rep = q["recorded"], q["replayed"]
+        d0 = at_default[name]["recorded"]
+        diff = (rep - rec) / rec * 100 if rec else None
+        checked = n[short] >= 100
+        within = checked and diff is not None and abs(diff) <= 10
+        sign = lambda x: 0 if abs(x) < 1e-12 else (1 if x > 0 else -1)
+        direction = sign(rep - d0) == sign(rec - d0) or (
+            abs(rec - d0) <= 0.1 * max(d0, 1e-9) and abs(rep - d0) <= 0.1 * max(d0, 1e-9))
+        w.writerow([mode, wl, f, short, f"{d0:.4g}", f"{rec:.4g}", f"{rep:.4g}",
+                    "" if diff is None else f"{diff:+.1f}", n[short], int(checked),
+                    int(within), int(direction)])
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ impl Drop for RestoreOnDrop {
 /// Arguments of `pcpmodel measure pcp`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Sets vm.percpu_pagelist_high_fraction to each setting (0 = the kernel default first), runs the
-workload, and reads every CPU's live pcp->high from /proc/zoneinfo after each point. Repeats are
+Sets vm.percpu_pagelist_high_fraction to each setting (0 = the kernel default first), drains any
+list left above the new high_max by the previous setting (/proc/sys/vm/stat_refresh, the vmstat
+worker's decay run at once), runs the workload, and reads every CPU's live pcp->high from /proc/zoneinfo after each point. Repeats are
 interleaved. The original value is written back at the end, on an error, on SIGINT/SIGTERM and on
 a panic; after a SIGKILL the journal (--journal) lets the next run (or --recover) write it back.
 Needs root; --dry-run prints the plan without changing anything.

@@ -25,6 +25,10 @@ buffer_size_kb, the events' enable) is journalled first and restored on every ex
 end, an error, Ctrl-C, SIGTERM; after a SIGKILL, `pcpmodel record --recover` restores from the
 journal (and the next recording does so before it starts).
 
+Before the start, any pageset holding more than its high_max is drained through
+/proc/sys/vm/stat_refresh (--no-settle skips it): lowering vm.percpu_pagelist_high_fraction frees
+nothing, and a recording made right after would show the old setting's pages draining.
+
 Examples:
   sudo pcpmodel record --seconds 10 -o udp.flow -- netperf -t UDP_STREAM -l 10
   sudo pcpmodel record --seconds 5 --cpus 0,1 -o idle.flow
@@ -54,6 +58,12 @@ pub struct RecordArgs {
     /// Only replay the journal (restore what a killed recording left changed) and exit.
     #[arg(long)]
     pub recover: bool,
+    /// Start from the lists as they are. By default, a pageset holding more than its high_max
+    /// (what the sysctl last allowed, before it was lowered) is first drained by writing
+    /// /proc/sys/vm/stat_refresh (the vmstat worker's decay, run now), so that the recording
+    /// shows the workload at this setting, not the previous setting's leftovers draining.
+    #[arg(long)]
+    pub no_settle: bool,
     /// tracefs directory (default: found, or mounted at /sys/kernel/tracing).
     #[arg(long, hide = true)]
     pub tracefs: Option<PathBuf>,
@@ -101,6 +111,7 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
         buffer_kb: args.buffer_kb,
         output: args.output.clone(),
         journal: args.journal.clone(),
+        settle: !args.no_settle,
     };
     let prepared = Prepared::new(cfg)?;
     if let Some(r) = &prepared.recovered {

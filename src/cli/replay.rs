@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcpmodel::measure::replay::{machine_quantities, replay_against, replay_file, ReplaySettings};
+use pcpmodel::measure::replay::{
+    machine_quantities, replay_against, replay_file_from, ReplaySettings, StartOverride,
+};
 use pcpmodel::output::report::{sig, Format, Report, Table};
 
 use super::args::bounded;
@@ -14,7 +16,8 @@ use super::args::bounded;
 #[command(after_help = "\
 Every CPU's allocations and frees of the flow go, in that CPU's order, to its pageset of the
 page's zone, stepped by the kernel's PCP rules (refill, drain, free_high, auto-tuning of
-pcp->high, the vmstat tick's decay each second of trace time). The pagesets start as recorded.
+pcp->high, the vmstat tick's decay each second of trace time). The pagesets start as recorded
+(--start-zoneinfo or --start-from-against: as another snapshot shows them).
 Without setting flags the replay runs the recorded setting and shows how closely it reproduces
 the kernel's own refills and drains; with them it answers what that setting would have done to
 the same stream. Rows without a recorded value are ones the kmem tracepoints cannot show.
@@ -30,7 +33,9 @@ Examples:
   pcpmodel replay udp.flow.gz --fraction 100
   pcpmodel replay udp.flow.gz --high 252 --format json
   pcpmodel replay udp.flow.gz --fraction 1000 --machine host.toml
-  pcpmodel replay udp-f0.flow.gz --against udp-f1000.flow.gz   (blind: default's flow at 1000)")]
+  pcpmodel replay udp-f0.flow.gz --against udp-f1000.flow.gz   (blind: default's flow at 1000)
+  pcpmodel replay udp-f0.flow.gz --against udp-f1000.flow.gz --start-from-against
+  pcpmodel replay udp.flow.gz --fraction 100 --start-zoneinfo now.txt   (lists as they are now)")]
 pub struct Args {
     /// The flow file `pcpmodel record` wrote (text, or gzip when it was named *.gz).
     pub flow: PathBuf,
@@ -53,6 +58,16 @@ pub struct Args {
     /// sets one) and put its recorded rates in the recorded column.
     #[arg(long, value_name = "FLOW")]
     pub against: Option<PathBuf>,
+    /// Start the lists as this /proc/zoneinfo copy shows them (each pageset's count and live
+    /// pcp->high), not as recorded: the machine's state now, e.g. `cat /proc/zoneinfo > now.txt`
+    /// after setting the sysctl. Lists hold what earlier work left, and a list near its high
+    /// drains on the first frees.
+    #[arg(long, value_name = "ZONEINFO")]
+    pub start_zoneinfo: Option<PathBuf>,
+    /// With --against: start the lists as the other flow's recording started (its
+    /// /proc/zoneinfo at the start, read before its workload ran) rather than as this one's.
+    #[arg(long)]
+    pub start_from_against: bool,
     /// A machine (built-in name or TOML file, e.g. `pcpmodel measure latency --toml`): adds the
     /// modelled zone->lock side (hold per refill and drain, wait per visit, time per page) and
     /// where allocated blocks are found in its caches.
@@ -85,9 +100,20 @@ impl Args {
 /// Runs `pcpmodel replay`.
 pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let s = args.settings()?;
+    let from = match (&args.start_zoneinfo, args.start_from_against, &args.against) {
+        (Some(_), true, _) => anyhow::bail!(
+            "--start-zoneinfo and --start-from-against both say where the lists start: give one"
+        ),
+        (None, true, None) => anyhow::bail!(
+            "--start-from-against needs --against FLOW (the recording whose start it takes)"
+        ),
+        (Some(z), false, _) => Some(StartOverride::from_zoneinfo(z)?),
+        (None, true, Some(other)) => Some(StartOverride::from_flow(other)?),
+        (None, false, _) => None,
+    };
     let mut r = match &args.against {
-        Some(other) => replay_against(&args.flow, other, &s)?,
-        None => replay_file(&args.flow, &s)?,
+        Some(other) => replay_against(&args.flow, other, &s, from.as_ref())?,
+        None => replay_file_from(&args.flow, &s, from.as_ref())?,
     };
     if let Some(m) = &args.machine {
         let machine = pcpmodel::hw::machine::Machine::resolve(m)?;

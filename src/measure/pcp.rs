@@ -724,6 +724,11 @@ pub fn sweep(
         }
         progress(i, order.len(), fraction);
         guard.set(fraction)?;
+        // Lowering the sysctl frees nothing: drain what the previous point left above the new
+        // high_max now, so that the run measures this setting, not the old one's leftovers.
+        if let Some(proc_root) = zoneinfo.parent() {
+            super::record::settle_pagesets(proc_root)?;
+        }
         let c2c_ns = match *workload {
             Workload::NetperfUdp { sender, receiver }
             | Workload::AfUnix {

@@ -30,7 +30,7 @@ use crate::kernel::pageset::{
     zone_set_pageset_high_and_batch, PagesetInputs, PagesetTunables, PcpHigh, PcpLimits,
 };
 use crate::kernel::version::KernelVersion;
-use crate::measure::record::flow::{open_flow, FlowLine, FlowReader, Op, PagesetValues};
+use crate::measure::record::flow::{open_flow, FlowLine, FlowReader, Op, PagesetValues, Pagesets};
 use crate::model::stream::{StreamOp, StreamReplay, StreamTally};
 
 /// The sysctl a flow's setting is read from.
@@ -287,10 +287,56 @@ fn replayed_limits(
     Ok(l)
 }
 
-/// Replays the flow file at `path` (text or gzip).
+/// Replays the flow file at `path` (text or gzip), its pagesets starting as recorded.
 pub fn replay_file(path: &std::path::Path, s: &ReplaySettings) -> Result<Replay> {
+    replay_file_from(path, s, None)
+}
+
+/// The pagesets a replay starts from when not the recorded ones: the machine's lists as another
+/// snapshot shows them (`/proc/zoneinfo` now, or another recording's start), with where they
+/// came from. Only each pageset's count and live `pcp->high` are taken; the limits are the
+/// replayed setting's.
+#[derive(Debug, Clone)]
+pub struct StartOverride {
+    /// The snapshot's pagesets.
+    pub pagesets: Pagesets,
+    /// Where they came from, for the notes.
+    pub source: String,
+}
+
+impl StartOverride {
+    /// The pagesets of a `/proc/zoneinfo` copy.
+    pub fn from_zoneinfo(path: &std::path::Path) -> Result<StartOverride> {
+        let z = crate::kernel::zoneinfo::read_zoneinfo(path)?;
+        Ok(StartOverride {
+            pagesets: crate::measure::record::flow::pagesets_of(&z),
+            source: path.display().to_string(),
+        })
+    }
+
+    /// The start pagesets of another flow file.
+    pub fn from_flow(path: &std::path::Path) -> Result<StartOverride> {
+        Ok(StartOverride {
+            pagesets: open_flow(path)?.start.clone(),
+            source: format!("{}'s start", path.display()),
+        })
+    }
+}
+
+/// Replays the flow file at `path`, its pagesets starting from `from` when given.
+pub fn replay_file_from(
+    path: &std::path::Path,
+    s: &ReplaySettings,
+    from: Option<&StartOverride>,
+) -> Result<Replay> {
     let start = start_lists(open_flow(path)?)?;
-    replay(open_flow(path)?, &path.display().to_string(), s, &start)
+    replay(
+        open_flow(path)?,
+        &path.display().to_string(),
+        s,
+        &start,
+        from,
+    )
 }
 
 /// Blocks of each order on each (CPU, zone) pageset's lists at the start of a recording, as
@@ -353,12 +399,14 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
     Ok(out)
 }
 
-/// Replays a flow under `s`, its pagesets starting with the lists `start` found.
+/// Replays a flow under `s`, its pagesets starting with the lists `start` found, holding the
+/// recorded counts or, with `from`, the snapshot's.
 pub fn replay<R: BufRead>(
     mut r: FlowReader<R>,
     label: &str,
     s: &ReplaySettings,
     start: &StartLists,
+    from: Option<&StartOverride>,
 ) -> Result<Replay> {
     let recorded_k = KernelVersion::parse_release(&r.meta.kernel)
         .map_err(|e| Error::invalid(label, "meta.kernel", e.to_string()))?;
@@ -375,6 +423,7 @@ pub fn replay<R: BufRead>(
     let mut limits_of: BTreeMap<(u32, u8), PcpLimits> = BTreeMap::new();
     let mut notes = Vec::new();
     let mut no_slice = false;
+    let mut not_in_snapshot = 0usize;
     if k.is_newer_than_modelled() {
         notes.push(format!(
             "Kernel {k} is newer than the newest whose PCP code is modelled ({}): its rules are taken as that kernel's.",
@@ -397,6 +446,17 @@ pub fn replay<R: BufRead>(
             let rec = recorded_limits(label, zname, cpu_s, p, recorded_k)?;
             let lim = replayed_limits(label, zname, z, rec, s, k, (cpus_on_node, online))?;
             let mut st = PcpState::new(k, lim, s.scale_max)?;
+            // The lists' contents and live high: the recording's, or the snapshot's.
+            let held = match from {
+                Some(o) => match o.pagesets.get(zname).and_then(|z| z.cpus.get(cpu_s)) {
+                    Some(q) => q,
+                    None => {
+                        not_in_snapshot += 1;
+                        p
+                    }
+                },
+                None => p,
+            };
             // PCPF_FREE_HIGH_BATCH (6.7+): set from the CPU's LLC slice as the kernel does.
             match r.meta.data_slice_bytes.get(cpu_s) {
                 Some(&slice) => {
@@ -406,7 +466,7 @@ pub fn replay<R: BufRead>(
             }
             // The recorded count: on the lists the recording shows were used, the rest on
             // lists the flow does not allocate from.
-            let mut left = u64::try_from(p.count.max(0)).unwrap_or(0);
+            let mut left = u64::try_from(held.count.max(0)).unwrap_or(0);
             for (&order, &blocks) in start.get(&(cpu, zi)).into_iter().flatten() {
                 if !st.pcp_allowed_order(order) {
                     continue;
@@ -422,13 +482,26 @@ pub fn replay<R: BufRead>(
                     high_max_pages,
                 } = lim.high
                 {
-                    let live = u32::try_from(p.high.max(0)).unwrap_or(0);
+                    let live = u32::try_from(held.high.max(0)).unwrap_or(0);
                     st.high_pages = live.clamp(high_min_pages.min(high_max_pages), high_max_pages);
                 }
             }
             replay.insert(cpu, zi, st);
             limits_of.insert((cpu, zi), lim);
         }
+    }
+    if let Some(o) = from {
+        notes.push(format!(
+            "The lists start as {} shows them (count and live high per pageset), not as recorded{}.",
+            o.source,
+            if not_in_snapshot > 0 {
+                format!(
+                    "; {not_in_snapshot} pageset(s) it does not list start as recorded"
+                )
+            } else {
+                String::new()
+            }
+        ));
     }
     if no_slice && k.era().auto_tunes_high() {
         notes.push(
@@ -715,11 +788,13 @@ pub fn replay<R: BufRead>(
 /// The blind check of a replay: `flow` replayed at the setting `other` was recorded at (its
 /// `vm.percpu_pagelist_high_fraction`, unless `s` sets something), beside what `other`
 /// recorded. Only rates compare (per allocation, per call): the two recordings differ in
-/// length.
+/// length. `from` (e.g. [`StartOverride::from_flow`] of `other`) starts the lists as another
+/// snapshot shows them.
 pub fn replay_against(
     flow: &std::path::Path,
     other: &std::path::Path,
     s: &ReplaySettings,
+    from: Option<&StartOverride>,
 ) -> Result<Replay> {
     let theirs = replay_file(other, &ReplaySettings::default())?;
     let mut settings = *s;
@@ -733,7 +808,7 @@ pub fn replay_against(
             )
         })?);
     }
-    let mut mine = replay_file(flow, &settings)?;
+    let mut mine = replay_file_from(flow, &settings, from)?;
     mine.quantities.retain(|q| q.name.contains(" per "));
     for q in &mut mine.quantities {
         q.recorded = theirs.quantity(&q.name).and_then(|t| t.recorded);

@@ -206,3 +206,49 @@ fn a_missing_event_is_refused_with_its_file() {
     assert_eq!(read(&f.tracefs.join("tracing_on")), "0");
     assert!(!f.out.exists());
 }
+
+/// The flow's meta after a 0.3-s recording of the fake, with `extra` flags.
+fn recorded_meta(f: &Fake, extra: &[&str]) -> pcpmodel::measure::record::flow::FlowMeta {
+    let out = command(f, "0.3").args(extra).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = std::fs::File::open(&f.out).unwrap();
+    FlowReader::open(std::io::BufReader::new(file), "x.flow")
+        .unwrap()
+        .meta
+}
+
+#[test]
+fn lists_left_over_high_max_by_a_lowered_sysctl_are_settled_before_the_start() {
+    // Lowering vm.percpu_pagelist_high_fraction frees nothing: a CPU can hold more than the new
+    // high_max until decay_pcp_high() runs. The recording runs it (vm.stat_refresh) first.
+    let f = fake(&EVENTS);
+    let refresh = f.proc.join("sys/vm/stat_refresh");
+    std::fs::write(&refresh, "").unwrap();
+    // Within high_max everywhere (the fixture): nothing to do, nothing written.
+    assert_eq!(recorded_meta(&f, &[]).settled, None);
+    assert_eq!(read(&refresh), "");
+    // One Normal pageset at 60,000 pages over its high_max of 48,300.
+    let z = include_str!("../fixtures/host-6.18-zoneinfo.txt");
+    let at = z
+        .find("              count:    0\n              high:     8385")
+        .unwrap();
+    let over = format!(
+        "{}              count:    60000{}",
+        &z[..at],
+        &z[at + "              count:    0".len()..]
+    );
+    std::fs::write(f.proc.join("zoneinfo"), over).unwrap();
+    // --no-settle starts from the lists as they are.
+    assert_eq!(recorded_meta(&f, &["--no-settle"]).settled, None);
+    assert_eq!(read(&refresh), "");
+    // A fake /proc drains nothing: one write, then the loop stops (no progress) and says so.
+    let said = recorded_meta(&f, &[]).settled.expect("settled");
+    assert_eq!(read(&refresh), "1");
+    assert!(said.contains("11700 pages over their high_max"), "{said}");
+    assert!(said.contains("1 vm.stat_refresh write(s)"), "{said}");
+    assert!(said.contains("except 1 pageset(s)"), "{said}");
+}

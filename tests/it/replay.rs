@@ -26,6 +26,7 @@ fn meta(kernel: &str, fraction: i64) -> FlowMeta {
         events: vec!["mm_page_alloc".into()],
         buffer_size_kb: 1024,
         data_slice_bytes: BTreeMap::new(),
+        settled: None,
     }
 }
 
@@ -440,4 +441,40 @@ fn a_larger_llc_holds_more_of_a_page_fault_loops_reused_pages() {
         cost(&big),
         cost(&small)
     );
+}
+
+#[test]
+fn lists_can_start_as_another_snapshot_shows_them() {
+    // The same receiver stream at high 5000: from the recorded start (empty lists) its 1000
+    // frees never reach high; from a snapshot where CPU 1 already holds 4990 pages (what
+    // earlier work left), the 10th free reaches high and drains.
+    let dir = tempfile::tempdir().unwrap();
+    let flow = sender_receiver(dir.path());
+    let v = replay_json(&flow, &["--high", "5000"]);
+    assert_eq!(quantity(&v, "drains").1, 0.0);
+    let full = write_flow(
+        &dir.path().join("full.flow"),
+        &meta("6.6.0", 0),
+        &pagesets(20, 8, 4990),
+        &[run(0, 1, Op::Alloc, 0, 1)],
+    );
+    let f = full.to_str().unwrap();
+    let v = replay_json(
+        &flow,
+        &["--high", "5000", "--against", f, "--start-from-against"],
+    );
+    assert!(quantity(&v, "drains per 1000 allocations").1 > 0.0);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("full.flow's start"), "{notes}");
+    // Without --start-from-against the same blind replay starts as recorded: no drains.
+    let v = replay_json(&flow, &["--high", "5000", "--against", f]);
+    assert_eq!(quantity(&v, "drains per 1000 allocations").1, 0.0);
+    // The flag needs --against; a missing zoneinfo copy is an error naming it.
+    let p = flow.to_str().unwrap();
+    let (code, _, err) = common::run(&["replay", p, "--start-from-against"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--against"), "{err}");
+    let (code, _, err) = common::run(&["replay", p, "--start-zoneinfo", "nope.txt"], dir.path());
+    assert_ne!(code, 0);
+    assert!(err.contains("nope.txt"), "{err}");
 }

@@ -159,6 +159,11 @@ pub struct FlowMeta {
     /// sharing it, bytes (from sysfs; it decides PCPF_FREE_HIGH_BATCH on 6.7+).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub data_slice_bytes: BTreeMap<String, u64>,
+    /// What was drained before the start pagesets were read, so that the lists start as the
+    /// recorded setting keeps them (`None`: nothing held more than its `high_max`, or the
+    /// recording was made without settling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<String>,
 }
 
 /// Totals of one CPU.
@@ -872,6 +877,7 @@ mod tests {
             events: vec!["mm_page_alloc".into()],
             buffer_size_kb: 1024,
             data_slice_bytes: BTreeMap::new(),
+            settled: None,
         }
     }
 

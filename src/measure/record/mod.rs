@@ -53,6 +53,9 @@ pub struct RecordConfig {
     pub output: PathBuf,
     /// Journal of the tracefs guard.
     pub journal: PathBuf,
+    /// Drain every pageset to its `high_max` before the start pagesets are read
+    /// ([`settle_pagesets`]).
+    pub settle: bool,
 }
 
 /// A recording set up: the guard holds the journal, nothing in tracefs changed yet.
@@ -155,6 +158,81 @@ fn zoneinfo(proc_root: &Path) -> Result<Pagesets> {
     Ok(flow::pagesets_of(&z))
 }
 
+/// `vm.stat_refresh` writes [`settle_pagesets`] makes at most. Each write drains a pageset
+/// whose live high is above `high_min` by at most `batch << CONFIG_PCP_BATCH_SCALE_MAX` pages
+/// (`decay_pcp_high()`: 2016 at batch 63), so a pageset left at 500,000 pages takes about 250;
+/// the loop also stops as soon as a write drains nothing.
+const SETTLE_WRITES: u32 = 4096;
+
+/// Pagesets holding more than their `high_max`: (zone/cpu, count, high_max).
+fn over_high_max(p: &Pagesets) -> Vec<(String, u64, u64)> {
+    let mut v = Vec::new();
+    for (zone, z) in p {
+        for (cpu, c) in &z.cpus {
+            // Kernels before 6.7 print no high_max: their pcp->high is the one limit.
+            let limit = c.high_max.unwrap_or(c.high).max(0) as u64;
+            let count = c.count.max(0) as u64;
+            if count > limit {
+                v.push((format!("{zone} cpu {cpu}"), count, limit));
+            }
+        }
+    }
+    v
+}
+
+/// Lets each CPU's lists reach the state the current sysctl keeps them in before the recording
+/// starts. Lowering `vm.percpu_pagelist_high_fraction` changes `high_min`/`high_max` but frees
+/// nothing: the lists keep what the last setting let them hold, and until the vmstat worker's
+/// `decay_pcp_high()` drains them, every free of the recorded workload drains too (a transient
+/// of the previous setting, not a property of the workload at this one). Writing
+/// `/proc/sys/vm/stat_refresh` runs that decay on every CPU now; it is repeated until no pageset
+/// holds more than its `high_max`. Nothing is changed that needs restoring. Returns what was
+/// done for the flow's meta (`None`: nothing held more than its `high_max`, or no stat_refresh
+/// file under this /proc root).
+pub fn settle_pagesets(proc_root: &Path) -> Result<Option<String>> {
+    let file = proc_root.join("sys/vm/stat_refresh");
+    if !file.exists() {
+        return Ok(None);
+    }
+    let label = file.display().to_string();
+    let first = over_high_max(&zoneinfo(proc_root)?);
+    if first.is_empty() {
+        return Ok(None);
+    }
+    let excess_of = |v: &[(String, u64, u64)]| v.iter().map(|(_, c, h)| c - h).sum::<u64>();
+    let mut writes = 0;
+    let mut left = first.clone();
+    while !left.is_empty() && writes < SETTLE_WRITES {
+        let before = excess_of(&left);
+        // Opened without create: a /proc root without the file was handled above.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&file)
+            .map_err(|e| Error::io(&label, e))?;
+        std::io::Write::write_all(&mut f, b"1").map_err(|e| Error::io(&label, e))?;
+        writes += 1;
+        left = over_high_max(&zoneinfo(proc_root)?);
+        if excess_of(&left) >= before {
+            break;
+        }
+    }
+    let excess = excess_of(&first);
+    let mut said = format!(
+        "{} pageset(s) held {excess} pages over their high_max before the start; {writes} vm.stat_refresh write(s) drained them",
+        first.len()
+    );
+    if !left.is_empty() {
+        said.push_str(&format!(
+            " except {} pageset(s) (e.g. {}: {} over {})",
+            left.len(),
+            left[0].0,
+            left[0].1,
+            left[0].2
+        ));
+    }
+    Ok(Some(said))
+}
+
 /// Finds tracefs: (directory, whether it must be mounted there first).
 fn locate_tracefs(given: Option<&Path>) -> Result<(PathBuf, bool)> {
     if let Some(d) = given {
@@ -214,7 +292,6 @@ impl Prepared {
                 sysctl.insert(name.to_string(), n);
             }
         }
-        let start = zoneinfo(&cfg.proc_root)?;
         let (dir, mount) = locate_tracefs(cfg.tracefs.as_deref())?;
         // SAFETY: geteuid has no preconditions.
         if cfg.tracefs.is_none() && unsafe { libc::geteuid() } != 0 {
@@ -223,6 +300,12 @@ impl Prepared {
                     .into(),
             ));
         }
+        let settled = if cfg.settle {
+            settle_pagesets(&cfg.proc_root)?
+        } else {
+            None
+        };
+        let start = zoneinfo(&cfg.proc_root)?;
         if mount {
             tracefs::mount_tracefs(&dir)?;
         }
@@ -255,6 +338,7 @@ impl Prepared {
             events,
             buffer_size_kb: cfg.buffer_kb,
             data_slice_bytes: data_slices(&cfg.cpu_root),
+            settled,
         };
         Ok(Prepared {
             cfg,
