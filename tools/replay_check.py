@@ -21,7 +21,7 @@ import sys
 
 here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 binary = os.environ.get("PCPMODEL", os.path.join(here, "target", "release", "pcpmodel"))
-flows = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "data", "host", "flows", "sweep-settled-2026-12-06")
+flows = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "data", "host", "flows", "sweep-typed-2026-12-06")
 RATES = {
     "refills per 1000 allocations": "refills",
     "drains per 1000 allocations": "drains",

@@ -39,7 +39,11 @@
 //! scale), high - high / 8, high_min)` when above `high_min`, then free `count - high`.
 //!
 //! # Assumptions
-//! - One migrate type; the list of each order is a count of blocks (no LIFO order).
+//! - A list per migratetype (unmovable, movable, reclaimable) and order, at the kernel's
+//!   `order_to_pindex()` position: `MIGRATE_PCPTYPES * order + migratetype` for orders 0-3,
+//!   then the THP lists (movable, and the others); each list is a count of blocks (no LIFO
+//!   order). [`PcpState::alloc`] and [`PcpState::free`] use the movable lists; a flow that
+//!   knows its types steps [`PcpState::alloc_mt`] and [`PcpState::free_mt`].
 //! - The buddy allocator always has pages: `rmqueue_bulk()` moves the whole request.
 //! - Zone flags are inputs: the simulation decides when ZONE_RECLAIM_ACTIVE and ZONE_BELOW_HIGH
 //!   are set (the kernel sets them from kswapd and from watermark checks).
@@ -76,11 +80,50 @@ pub const DEFAULT_PCP_BATCH_SCALE_MAX: u8 = 5;
 /// Largest `CONFIG_PCP_BATCH_SCALE_MAX` the Kconfig range allows.
 pub const MAX_PCP_BATCH_SCALE_MAX: u8 = 6;
 
-/// Number of PCP lists modelled: orders 0..=3 and the THP order.
-const NR_LISTS: usize = 5;
-/// List slots: the modelled lists and one for the other lists (the migratetypes a stepped flow
-/// does not allocate from), which hold order-0 pages that only drains take.
-const NR_SLOTS: usize = NR_LISTS + 1;
+/// `MIGRATE_PCPTYPES`: the migratetypes with their own PCP lists.
+pub const MIGRATE_PCPTYPES: usize = 3;
+/// `NR_LOWORDER_PCP_LISTS`: the lists of orders 0..=PAGE_ALLOC_COSTLY_ORDER.
+const NR_LOWORDER_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER as usize + 1);
+/// `NR_PCP_LISTS`: the low-order lists and two THP lists (movable and the others).
+pub const NR_PCP_LISTS: usize = NR_LOWORDER_PCP_LISTS + 2;
+/// List slots: the kernel's lists and one for pages whose lists are not known (what a recorded
+/// pageset held before the recording beyond what the recording shows), order-0 pages that
+/// only drains take.
+const NR_SLOTS: usize = NR_PCP_LISTS + 1;
+
+/// A migratetype with its own PCP lists (`enum migratetype` below `MIGRATE_PCPTYPES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize)]
+pub enum MigrateType {
+    /// MIGRATE_UNMOVABLE (0): kernel allocations, page tables.
+    Unmovable,
+    /// MIGRATE_MOVABLE (1): user pages, page cache.
+    #[default]
+    Movable,
+    /// MIGRATE_RECLAIMABLE (2): reclaimable slab caches.
+    Reclaimable,
+}
+
+impl MigrateType {
+    /// The type of the kernel's number, as the tracepoints print it. Types past the PCP types
+    /// (MIGRATE_HIGHATOMIC, MIGRATE_CMA, MIGRATE_ISOLATE) are freed to the movable list
+    /// (`free_frozen_pages()`), so they map to movable.
+    pub fn from_kernel(n: u8) -> MigrateType {
+        match n {
+            0 => MigrateType::Unmovable,
+            2 => MigrateType::Reclaimable,
+            _ => MigrateType::Movable,
+        }
+    }
+
+    /// The kernel's number.
+    pub fn number(self) -> u8 {
+        match self {
+            MigrateType::Unmovable => 0,
+            MigrateType::Movable => 1,
+            MigrateType::Reclaimable => 2,
+        }
+    }
+}
 
 /// Zone flags that change the PCP decisions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
@@ -312,9 +355,29 @@ impl PcpState {
         self.scale_max
     }
 
-    /// Blocks on the list of `order` (0 for orders not kept on PCP lists).
+    /// Blocks on the movable list of `order` (0 for orders not kept on PCP lists).
     pub fn list_blocks(&self, order: u8) -> u32 {
-        self.pindex(order).map_or(0, |i| self.lists_blocks[i])
+        self.list_blocks_mt(order, MigrateType::Movable)
+    }
+
+    /// Blocks on the list of `order` and `mt`.
+    pub fn list_blocks_mt(&self, order: u8, mt: MigrateType) -> u32 {
+        self.pindex(order, mt).map_or(0, |i| self.lists_blocks[i])
+    }
+
+    /// Blocks on the list at the kernel's `pindex` (0..[`NR_PCP_LISTS`]).
+    pub fn list_blocks_at(&self, pindex: usize) -> u32 {
+        if pindex < NR_PCP_LISTS {
+            self.lists_blocks[pindex]
+        } else {
+            0
+        }
+    }
+
+    /// The kernel's list index (`order_to_pindex()`) of `order` and `mt` (None: the order is
+    /// not kept on PCP lists).
+    pub fn list_index(&self, order: u8, mt: MigrateType) -> Option<usize> {
+        self.pindex(order, mt)
     }
 
     /// Whether pages of `order` are kept on PCP lists (`pcp_allowed_order()`).
@@ -322,23 +385,23 @@ impl PcpState {
         pcp_allowed_order(self.version, order)
     }
 
-    fn pindex(&self, order: u8) -> Option<usize> {
+    fn pindex(&self, order: u8, mt: MigrateType) -> Option<usize> {
         if !pcp_allowed_order(self.version, order) {
             None
         } else if order <= PAGE_ALLOC_COSTLY_ORDER {
-            Some(order as usize)
+            Some(MIGRATE_PCPTYPES * order as usize + mt.number() as usize)
         } else {
-            Some(NR_LISTS - 1)
+            Some(NR_LOWORDER_PCP_LISTS + usize::from(mt == MigrateType::Movable))
         }
     }
 
     fn order_of(i: usize) -> u8 {
-        if i == NR_LISTS - 1 {
+        if i < NR_LOWORDER_PCP_LISTS {
+            (i / MIGRATE_PCPTYPES) as u8
+        } else if i < NR_PCP_LISTS {
             PAGEBLOCK_ORDER
-        } else if i == NR_LISTS {
-            0
         } else {
-            i as u8
+            0
         }
     }
 
@@ -348,7 +411,7 @@ impl PcpState {
     /// take room under `pcp->high`, and drains take them after the flow's lists, in the
     /// kernel's round-robin.
     pub fn add_other_pages(&mut self, pages: u32) {
-        self.lists_blocks[NR_LISTS] = self.lists_blocks[NR_LISTS].saturating_add(pages);
+        self.lists_blocks[NR_PCP_LISTS] = self.lists_blocks[NR_PCP_LISTS].saturating_add(pages);
         self.count_pages = self.count_pages.saturating_add(pages);
     }
 
@@ -371,11 +434,16 @@ impl PcpState {
         i64::from(self.batch_pages) << self.scale()
     }
 
-    /// Puts `blocks` blocks of `order` on the list (a refill without a zone->lock count, for
-    /// setting up a state). Errors for orders not kept on PCP lists.
+    /// Puts `blocks` blocks of `order` on the movable list (a refill without a zone->lock
+    /// count, for setting up a state). Errors for orders not kept on PCP lists.
     pub fn add_pages(&mut self, order: u8, blocks: u32) -> Result<()> {
+        self.add_pages_mt(order, MigrateType::Movable, blocks)
+    }
+
+    /// [`PcpState::add_pages`] on the list of `mt`.
+    pub fn add_pages_mt(&mut self, order: u8, mt: MigrateType, blocks: u32) -> Result<()> {
         Self::check_order(order)?;
-        let i = self.pindex(order).ok_or_else(|| {
+        let i = self.pindex(order, mt).ok_or_else(|| {
             Error::Unsupported(format!(
                 "order {order} is not kept on PCP lists in kernel {}",
                 self.version
@@ -490,11 +558,16 @@ impl PcpState {
         to_u32(batch)
     }
 
-    /// One allocation of `2^order` pages (`rmqueue_pcplist()`): refills the list from the buddy
-    /// allocator when it is empty, then takes one block.
+    /// One movable allocation of `2^order` pages ([`PcpState::alloc_mt`]).
     pub fn alloc(&mut self, order: u8) -> Result<AllocStep> {
+        self.alloc_mt(order, MigrateType::Movable)
+    }
+
+    /// One allocation of `2^order` pages of `mt` (`rmqueue_pcplist()`): refills the list of
+    /// that order and type from the buddy allocator when it is empty, then takes one block.
+    pub fn alloc_mt(&mut self, order: u8, mt: MigrateType) -> Result<AllocStep> {
         Self::check_order(order)?;
-        let Some(i) = self.pindex(order) else {
+        let Some(i) = self.pindex(order, mt) else {
             return Ok(AllocStep {
                 refill_pages: 1 << order,
                 refill_blocks: 1,
@@ -658,11 +731,17 @@ impl PcpState {
         }
     }
 
-    /// One free of `2^order` pages (`free_unref_page_commit()` / `free_frozen_page_commit()`):
-    /// puts the block on its list and drains to the buddy allocator when the era's rule says so.
+    /// One free of `2^order` pages to the movable list ([`PcpState::free_mt`]).
     pub fn free(&mut self, order: u8) -> Result<FreeStep> {
+        self.free_mt(order, MigrateType::Movable)
+    }
+
+    /// One free of `2^order` pages of a pageblock of `mt` (`free_unref_page_commit()` /
+    /// `free_frozen_page_commit()`): puts the block on its list and drains to the buddy
+    /// allocator when the era's rule says so, that list first.
+    pub fn free_mt(&mut self, order: u8, mt: MigrateType) -> Result<FreeStep> {
         Self::check_order(order)?;
-        let Some(i) = self.pindex(order) else {
+        let Some(i) = self.pindex(order, mt) else {
             return Ok(FreeStep {
                 drained_pages_per_hold: vec![1 << order],
                 free_high: false,

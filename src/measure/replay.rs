@@ -25,7 +25,7 @@ use std::io::BufRead;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::kernel::ops::{pcpf_free_high_batch, PcpState};
+use crate::kernel::ops::{pcpf_free_high_batch, MigrateType, PcpState};
 use crate::kernel::pageset::{
     zone_set_pageset_high_and_batch, PagesetInputs, PagesetTunables, PcpHigh, PcpLimits,
 };
@@ -339,11 +339,16 @@ pub fn replay_file_from(
     )
 }
 
-/// Blocks of each order on each (CPU, zone) pageset's lists at the start of a recording, as
-/// the recording itself shows them: a list is empty when the kernel refills it, so the blocks
-/// it held at the start are the allocations less the frees of its order before its first
-/// refill; a list never refilled held at least the largest such deficit.
-pub type StartLists = BTreeMap<(u32, u8), BTreeMap<u8, u64>>;
+/// Blocks of each (order, migratetype) on each (CPU, zone) pageset's lists at the start of a
+/// recording, as the recording itself shows them: a list is empty when the kernel refills it,
+/// so the blocks it held at the start are the allocations less the frees of its order and
+/// type before its first refill; a list never refilled held at least the largest such deficit.
+pub type StartLists = BTreeMap<(u32, u8), BTreeMap<(u8, MigrateType), u64>>;
+
+/// The list a flow line's migratetype names (unknown: the movable lists, where most pages are).
+fn list_type(mt: Option<u8>) -> MigrateType {
+    mt.map_or(MigrateType::Movable, MigrateType::from_kernel)
+}
 
 /// Reads a flow for its [`StartLists`].
 pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
@@ -353,8 +358,9 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
         max_deficit: i64,
         at_refill: Option<i64>,
     }
-    let mut probes: BTreeMap<(u32, u8, u8), Probe> = BTreeMap::new();
-    let mut pending: BTreeMap<(u32, u8), bool> = BTreeMap::new();
+    let mut probes: BTreeMap<(u32, u8, u8, MigrateType), Probe> = BTreeMap::new();
+    // Per (CPU, zone): a refill seen and not yet matched to its allocation, and its type.
+    let mut pending: BTreeMap<(u32, u8), Option<Option<u8>>> = BTreeMap::new();
     while let Some(l) = r.next_line()? {
         match l {
             FlowLine::Run {
@@ -364,13 +370,20 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
                 order,
                 count,
                 repeat,
+                mt,
                 ..
             } => {
                 let n = i64::try_from(count.saturating_mul(repeat)).unwrap_or(i64::MAX);
-                let p = probes.entry((cpu, z, order)).or_default();
+                let p = probes.entry((cpu, z, order, list_type(mt))).or_default();
                 match op {
                     Op::Alloc => {
-                        if pending.insert((cpu, z), false) == Some(true) && p.at_refill.is_none() {
+                        // The refill is this allocation's when their types agree (or either
+                        // is unknown).
+                        let refilled = match pending.insert((cpu, z), None) {
+                            Some(Some(rm)) => rm.is_none() || mt.is_none() || rm == mt,
+                            _ => false,
+                        };
+                        if refilled && p.at_refill.is_none() {
                             p.at_refill = Some(p.deficit);
                         }
                         p.deficit = p.deficit.saturating_add(n);
@@ -380,20 +393,23 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
                 }
             }
             FlowLine::Refill {
-                cpu, zone: Some(z), ..
+                cpu,
+                zone: Some(z),
+                mt,
+                ..
             } => {
-                pending.insert((cpu, z), true);
+                pending.insert((cpu, z), Some(mt));
             }
             _ => {}
         }
     }
     let mut out = StartLists::new();
-    for ((cpu, z, order), p) in probes {
+    for ((cpu, z, order, mt), p) in probes {
         let blocks = p.at_refill.unwrap_or(p.max_deficit).max(0);
         if blocks > 0 {
             out.entry((cpu, z))
                 .or_default()
-                .insert(order, blocks as u64);
+                .insert((order, mt), blocks as u64);
         }
     }
     Ok(out)
@@ -467,12 +483,12 @@ pub fn replay<R: BufRead>(
             // The recorded count: on the lists the recording shows were used, the rest on
             // lists the flow does not allocate from.
             let mut left = u64::try_from(held.count.max(0)).unwrap_or(0);
-            for (&order, &blocks) in start.get(&(cpu, zi)).into_iter().flatten() {
+            for (&(order, mt), &blocks) in start.get(&(cpu, zi)).into_iter().flatten() {
                 if !st.pcp_allowed_order(order) {
                     continue;
                 }
                 let b = blocks.min(left >> order);
-                st.add_pages(order, u32::try_from(b).unwrap_or(u32::MAX))?;
+                st.add_pages_mt(order, mt, u32::try_from(b).unwrap_or(u32::MAX))?;
                 left -= b << order;
             }
             st.add_other_pages(u32::try_from(left).unwrap_or(u32::MAX));
@@ -512,6 +528,7 @@ pub fn replay<R: BufRead>(
     let mut rec: BTreeMap<(u32, u8), RecordedCounts> = BTreeMap::new();
     let mut last_run: BTreeMap<u32, (Op, u8, Option<u8>)> = BTreeMap::new();
     let (mut no_zone, mut no_pageset, mut lost, mut next_tick_ms) = (0u64, 0u64, 0u64, 1000u64);
+    let mut untyped = 0u64;
     while let Some(l) = r.next_line()? {
         match l {
             FlowLine::Run {
@@ -521,9 +538,13 @@ pub fn replay<R: BufRead>(
                 order,
                 count,
                 repeat,
+                mt,
                 ..
             } => {
                 last_run.insert(cpu, (op, order, zone));
+                if mt.is_none() {
+                    untyped += count * repeat;
+                }
                 let n = count * repeat;
                 let Some(z) = zone else {
                     no_zone += n;
@@ -544,12 +565,13 @@ pub fn replay<R: BufRead>(
                         StreamOp::Free
                     }
                 };
-                replay.step(cpu, z, sop, order, n)?;
+                replay.step_mt(cpu, z, sop, order, list_type(mt), n)?;
             }
             FlowLine::Refill {
                 cpu,
                 zone: Some(z),
                 pages,
+                ..
             } => {
                 let e = rec.entry((cpu, z)).or_default();
                 e.refills += 1;
@@ -581,6 +603,18 @@ pub fn replay<R: BufRead>(
     }
     let end = r.end.clone().unwrap_or_default();
     let end_sets = r.end_pagesets.clone().unwrap_or_default();
+    if untyped > 0 {
+        let all = end
+            .cpus
+            .values()
+            .map(|c| c.allocs + c.frees)
+            .sum::<u64>()
+            .max(1);
+        notes.push(format!(
+            "{untyped} events ({:.1} %) carry no migratetype (a flow before format 3, or a free of a page the recording never saw allocated, refilled or drained): they ran on the movable lists.",
+            untyped as f64 / all as f64 * 100.0
+        ));
+    }
     if lost > 0 {
         notes.push(format!(
             "The trace lost {lost} events: the recorded counts miss them and the replay never saw them; a larger --buffer-kb keeps them."

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::kernel::ops::PcpState;
+use crate::kernel::ops::{MigrateType, PcpState, NR_PCP_LISTS};
 
 /// What the stream did to one pageset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -129,26 +129,21 @@ impl ReuseHistogram {
 #[derive(Debug, Clone, Default)]
 struct ShadowList(VecDeque<Option<u64>>);
 
-/// Lists shadowed: orders 0-3 and THP (the engine's other lists hold no flow blocks).
-const SHADOWED_ORDERS: [u8; 5] = [0, 1, 2, 3, 9];
-
+/// The kernel's lists, shadowed by `pindex` (the engine's slot for pages of unknown lists
+/// holds no flow blocks).
 #[derive(Debug, Clone, Default)]
 struct Shadow {
-    lists: [ShadowList; 5],
+    lists: [ShadowList; NR_PCP_LISTS],
     /// Pages allocated on this pageset so far.
     allocated_pages: u64,
 }
 
 impl Shadow {
-    fn index(order: u8) -> Option<usize> {
-        SHADOWED_ORDERS.iter().position(|&o| o == order)
-    }
-
     /// Makes each list as long as the engine's: blocks gone from the tail (drained), blocks
     /// added at the tail (refilled).
     fn reconcile(&mut self, st: &PcpState) {
-        for (i, &o) in SHADOWED_ORDERS.iter().enumerate() {
-            let want = st.list_blocks(o) as usize;
+        for i in 0..NR_PCP_LISTS {
+            let want = st.list_blocks_at(i) as usize;
             let l = &mut self.lists[i].0;
             while l.len() > want {
                 l.pop_back();
@@ -243,9 +238,24 @@ impl StreamReplay {
         self.sets.contains_key(&(cpu, zone))
     }
 
-    /// Steps `n` events of `op` at `order` on `cpu`'s pageset of `zone`. Events of a pageset
-    /// not replayed are an error of the caller: it decides which pagesets exist.
+    /// Steps `n` events of `op` at `order` on `cpu`'s pageset of `zone`, on the movable lists
+    /// ([`StreamReplay::step_mt`]).
     pub fn step(&mut self, cpu: u32, zone: u8, op: StreamOp, order: u8, n: u64) -> Result<()> {
+        self.step_mt(cpu, zone, op, order, MigrateType::Movable, n)
+    }
+
+    /// Steps `n` events of `op` at `order` on the lists of `mt` of `cpu`'s pageset of `zone`.
+    /// Events of a pageset not replayed are an error of the caller: it decides which pagesets
+    /// exist.
+    pub fn step_mt(
+        &mut self,
+        cpu: u32,
+        zone: u8,
+        op: StreamOp,
+        order: u8,
+        mt: MigrateType,
+        n: u64,
+    ) -> Result<()> {
         let Some((st, t, sh)) = self.sets.get_mut(&(cpu, zone)) else {
             return Err(crate::error::Error::invalid(
                 "stream replay",
@@ -257,7 +267,7 @@ impl StreamReplay {
         for _ in 0..n {
             match op {
                 StreamOp::Alloc => {
-                    let s = st.alloc(order)?;
+                    let s = st.alloc_mt(order, mt)?;
                     if s.bypassed_pcp {
                         t.bypassed += 1;
                     } else {
@@ -266,14 +276,14 @@ impl StreamReplay {
                             t.refill_pages += u64::from(s.refill_pages);
                             t.refill_blocks += u64::from(s.refill_blocks);
                             // The refill filled the (empty) list: one more block than is left.
-                            if let Some(i) = Shadow::index(order) {
+                            if let Some(i) = st.list_index(order, mt) {
                                 let l = &mut sh.lists[i].0;
                                 for _ in 0..s.refill_blocks {
                                     l.push_back(None);
                                 }
                             }
                         }
-                        if let Some(i) = Shadow::index(order) {
+                        if let Some(i) = st.list_index(order, mt) {
                             match sh.lists[i].0.pop_front() {
                                 Some(Some(at)) => t.reuse.add(sh.allocated_pages - at),
                                 _ => t.reuse.refilled += 1,
@@ -285,10 +295,10 @@ impl StreamReplay {
                 }
                 StreamOp::Free => {
                     let before = st.drained_blocks;
-                    if let Some(i) = Shadow::index(order).filter(|_| st.pcp_allowed_order(order)) {
+                    if let Some(i) = st.list_index(order, mt) {
                         sh.lists[i].0.push_front(Some(sh.allocated_pages));
                     }
-                    let f = st.free(order)?;
+                    let f = st.free_mt(order, mt)?;
                     sh.reconcile(st);
                     t.drain_blocks += st.drained_blocks - before;
                     if f.bypassed_pcp {

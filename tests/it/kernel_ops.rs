@@ -1,6 +1,6 @@
 //! The PCP state machine stepped through known sequences.
 
-use pcpmodel::kernel::ops::{PcpState, ZoneFlags};
+use pcpmodel::kernel::ops::{MigrateType, PcpState, ZoneFlags};
 use pcpmodel::kernel::{KernelVersion, PcpHigh, PcpLimits};
 
 fn fixed(batch: u32, high: u32) -> PcpLimits {
@@ -291,4 +291,44 @@ fn v6_6_backport_caps_free_factor() {
     let mut s = PcpState::new(KernelVersion::new(6, 6), fixed(63, 10_000), None).unwrap();
     let holds = free_many(&mut s, 40_000, 0);
     assert_eq!(holds.iter().max(), Some(&(10_000 - 63)));
+}
+
+#[test]
+fn each_migratetype_has_its_own_list_and_a_drain_takes_the_freed_list_first() {
+    // 6.6, high 100, batch 10. A movable list full of pages does not serve an unmovable
+    // allocation: rmqueue_pcplist() looks only at the list of the order and type asked for.
+    let mut s = PcpState::new(KernelVersion::new(6, 6), fixed(10, 100), None).unwrap();
+    s.add_pages_mt(0, MigrateType::Movable, 50).unwrap();
+    let a = s.alloc_mt(0, MigrateType::Unmovable).unwrap();
+    assert_eq!(a.refill_pages, 10);
+    assert_eq!(s.list_blocks_mt(0, MigrateType::Unmovable), 9);
+    assert_eq!(s.list_blocks_mt(0, MigrateType::Movable), 50);
+    // Unmovable frees bring the count (59 + n) to high at the 41st: the drain starts at the
+    // unmovable list (free_pcppages_bulk()'s pindex), and only when that list is empty moves
+    // on, in pindex order, to the movable one.
+    let mut drained = 0;
+    for _ in 0..41 {
+        drained += s
+            .free_mt(0, MigrateType::Unmovable)
+            .unwrap()
+            .drained_pages();
+    }
+    assert!(drained > 0);
+    let unmovable_left = s.list_blocks_mt(0, MigrateType::Unmovable);
+    let movable_left = s.list_blocks_mt(0, MigrateType::Movable);
+    assert_eq!(unmovable_left + movable_left, s.count_pages);
+    assert!(
+        unmovable_left == 0 || movable_left == 50,
+        "the movable list was drained while the unmovable one held {unmovable_left}"
+    );
+    // A reclaimable allocation refills its own list, whatever the others hold.
+    assert!(
+        s.alloc_mt(0, MigrateType::Reclaimable)
+            .unwrap()
+            .refill_pages
+            > 0
+    );
+    // Kernel numbers past the PCP types are freed to the movable lists.
+    assert_eq!(MigrateType::from_kernel(4), MigrateType::Movable);
+    assert_eq!(MigrateType::from_kernel(2), MigrateType::Reclaimable);
 }

@@ -2,12 +2,12 @@
 //! recording is written and read as a stream.
 //!
 //! ```text
-//! # pcpmodel flow 2
+//! # pcpmodel flow 3
 //! meta {"kernel": "6.18.0", ...}            the recording: kernel, sysctls, events, command
 //! pagesets_start {"0/Normal": {...}}       each zone's span, managed pages and per-CPU pageset
-//! a CPU ZONE PID ORDER COUNT [xREPEAT]     a run of COUNT allocations of ORDER by task PID
-//! f CPU ZONE PID ORDER COUNT [xREPEAT]     a run of frees (mm_page_free)
-//! R CPU ZONE PAGES                         a refill: rmqueue_bulk() took PAGES under zone->lock
+//! a CPU ZONE PID ORDER COUNT [xREPEAT] [mMT]  a run of COUNT allocations of ORDER by task PID
+//! f CPU ZONE PID ORDER COUNT [xREPEAT] [mMT]  a run of frees (mm_page_free)
+//! R CPU ZONE PAGES [mMT]                   a refill: rmqueue_bulk() took PAGES under zone->lock
 //! D CPU ZONE PAGES                         a drain: free_pcppages_bulk() gave PAGES back
 //! L CPU EVENTS                             the trace lost EVENTS events of that CPU
 //! T MS                                     MS milliseconds of trace time since the first event
@@ -16,7 +16,11 @@
 //! ```
 //! `ZONE` is the zone's index among `pagesets_start`'s zones in their (sorted) order, found from
 //! the event's pfn and the zones' spans; `-` when the event printed no pfn inside a span.
-//! `xREPEAT` stands for the same run REPEAT times in a row on that CPU. Lines of one CPU are in
+//! `xREPEAT` stands for the same run REPEAT times in a row on that CPU. `mMT` is the
+//! migratetype as the kernel numbers it (0 unmovable, 1 movable, 2 reclaimable, ...): of the
+//! allocation (mm_page_alloc prints it), of the refilled list, and of a freed page as the
+//! recording last saw its page or pageblock allocated, refilled or drained (mm_page_free prints
+//! none); absent when unknown (format 2 has none). Lines of one CPU are in
 //! that CPU's order; lines of different CPUs interleave as the trace delivered them. A file
 //! whose name ends in `.gz` is gzip-compressed (written so by `record -o X.gz`, read by any
 //! reader: [`open_flow`]).
@@ -29,7 +33,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// First line of every flow file.
-pub const MAGIC: &str = "# pcpmodel flow 2";
+pub const MAGIC: &str = "# pcpmodel flow 3";
+
+/// The format before migratetypes, still read (its lines carry no `mMT`).
+pub const MAGIC_2: &str = "# pcpmodel flow 2";
+
+/// Largest migratetype number a line may carry (`MIGRATE_TYPES - 1` with CMA and isolation).
+pub const MAX_MIGRATETYPE: u8 = 5;
 
 /// One CPU's pageset as /proc/zoneinfo prints it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -230,6 +240,8 @@ pub enum FlowLine {
         count: u64,
         /// The same run this many times in a row (1: once).
         repeat: u64,
+        /// Migratetype, the kernel's number (None: unknown).
+        mt: Option<u8>,
     },
     /// A refill of `pages` on `cpu`.
     Refill {
@@ -239,6 +251,8 @@ pub enum FlowLine {
         zone: Option<u8>,
         /// Base pages.
         pages: u64,
+        /// Migratetype of the refilled list (None: unknown).
+        mt: Option<u8>,
     },
     /// A drain of `pages` from `cpu`'s lists.
     Drain {
@@ -319,17 +333,23 @@ impl FlowLine {
                 order,
                 count,
                 repeat,
+                mt,
             } => {
                 let c = if op == Op::Alloc { 'a' } else { 'f' };
                 let z = ZoneToken(zone);
+                write!(w, "{c} {cpu} {z} {pid} {order} {count}")?;
                 if repeat > 1 {
-                    writeln!(w, "{c} {cpu} {z} {pid} {order} {count} x{repeat}")
-                } else {
-                    writeln!(w, "{c} {cpu} {z} {pid} {order} {count}")
+                    write!(w, " x{repeat}")?;
                 }
+                writeln!(w, "{}", MtToken(mt))
             }
-            FlowLine::Refill { cpu, zone, pages } => {
-                writeln!(w, "R {cpu} {} {pages}", ZoneToken(zone))
+            FlowLine::Refill {
+                cpu,
+                zone,
+                pages,
+                mt,
+            } => {
+                writeln!(w, "R {cpu} {} {pages}{}", ZoneToken(zone), MtToken(mt))
             }
             FlowLine::Drain { cpu, zone, pages } => {
                 writeln!(w, "D {cpu} {} {pages}", ZoneToken(zone))
@@ -343,6 +363,18 @@ impl FlowLine {
 /// Trace time between two `T` lines, ms: a tenth of the vmstat interval, so a replay places
 /// the ticks of `decay_pcp_high()` within 10 % of their interval.
 pub const TIME_MARK_MS: u64 = 100;
+
+/// A line's optional ` mMT` field (nothing when unknown).
+struct MtToken(Option<u8>);
+
+impl std::fmt::Display for MtToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(m) => write!(f, " m{m}"),
+            None => Ok(()),
+        }
+    }
+}
 
 /// A line's `ZONE` field: the index, or `-`.
 struct ZoneToken(Option<u8>);
@@ -410,6 +442,7 @@ impl<W: Write> FlowWriter<W> {
                 op,
                 order,
                 count,
+                mt,
                 ..
             } => {
                 if let Some(FlowLine::Run {
@@ -419,10 +452,11 @@ impl<W: Write> FlowWriter<W> {
                     order: r,
                     count: c,
                     repeat,
+                    mt: m,
                     ..
                 }) = self.held.get_mut(&cpu)
                 {
-                    if (*z, *p, *o, *r, *c) == (zone, pid, op, order, count) {
+                    if (*z, *p, *o, *r, *c, *m) == (zone, pid, op, order, count, mt) {
                         *repeat += 1;
                         return Ok(());
                     }
@@ -616,7 +650,7 @@ impl<R: BufRead> FlowReader<R> {
                 "flow format 1 has no zone per line, which replay needs: record the flow again",
             ));
         }
-        if first != MAGIC {
+        if first != MAGIC && first != MAGIC_2 {
             return Err(Error::parse(
                 label,
                 1,
@@ -745,8 +779,8 @@ impl<R: BufRead> FlowReader<R> {
 /// Parses one flow line of a file whose `pagesets_start` has `zones` zones.
 pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowLine> {
     let zones = zones.min(usize::from(u8::MAX)) as u8;
-    // At most 7 fields; one more is kept to tell an overlong line.
-    let mut fields = [""; 8];
+    // At most 8 fields; one more is kept to tell an overlong line.
+    let mut fields = [""; 9];
     let mut nf = 0;
     for t in l.split_ascii_whitespace() {
         if nf == fields.len() {
@@ -788,6 +822,17 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
             None => Err(bad("zone", format!("missing in '{}'", clip(l)))),
         }
     };
+    let mt_of = |s: &str| -> Result<u8> {
+        s.strip_prefix('m')
+            .and_then(|m| m.parse::<u8>().ok())
+            .filter(|m| *m <= MAX_MIGRATETYPE)
+            .ok_or_else(|| {
+                bad(
+                    "migratetype",
+                    format!("'{s}' is not mN with N in 0..={MAX_MIGRATETYPE}"),
+                )
+            })
+    };
     let exact = |n: usize| -> Result<()> {
         if f.len() != n {
             return Err(bad(
@@ -799,7 +844,7 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
     };
     match f.first().copied() {
         Some(k @ ("a" | "f")) => {
-            if !(6..=7).contains(&f.len()) {
+            if !(6..=8).contains(&f.len()) {
                 exact(6)?;
             }
             let zone = zone(2)?;
@@ -815,13 +860,18 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
             if count == 0 {
                 return Err(bad("count", "a run has at least one event".into()));
             }
-            let repeat = match f.get(6) {
-                None => 1,
-                Some(s) => s
-                    .strip_prefix('x')
-                    .and_then(|r| r.parse::<u64>().ok())
-                    .filter(|r| *r >= 1)
-                    .ok_or_else(|| bad("repeat", format!("'{s}' is not xN with N >= 1")))?,
+            // The optional fields: xREPEAT, then mMT.
+            let (repeat, mt) = match (f.get(6), f.get(7)) {
+                (None, _) => (1, None),
+                (Some(s), None) if s.starts_with('m') => (1, Some(mt_of(s)?)),
+                (Some(s), m) => {
+                    let r = s
+                        .strip_prefix('x')
+                        .and_then(|r| r.parse::<u64>().ok())
+                        .filter(|r| *r >= 1)
+                        .ok_or_else(|| bad("repeat", format!("'{s}' is not xN with N >= 1")))?;
+                    (r, m.map(|m| mt_of(m)).transpose()?)
+                }
             };
             Ok(FlowLine::Run {
                 cpu: cpu(1)?,
@@ -831,13 +881,22 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
                 order: order as u8,
                 count,
                 repeat,
+                mt,
             })
         }
         Some(k @ ("R" | "D")) => {
-            exact(4)?;
+            if !(k == "R" && f.len() == 5) {
+                exact(4)?;
+            }
             let (cpu, zone, pages) = (cpu(1)?, zone(2)?, num(3, "pages")?);
             Ok(if k == "R" {
-                FlowLine::Refill { cpu, zone, pages }
+                let mt = f.get(4).map(|m| mt_of(m)).transpose()?;
+                FlowLine::Refill {
+                    cpu,
+                    zone,
+                    pages,
+                    mt,
+                }
             } else {
                 FlowLine::Drain { cpu, zone, pages }
             })
@@ -890,6 +949,7 @@ mod tests {
             order,
             count,
             repeat: 1,
+            mt: None,
         }
     }
 
@@ -926,6 +986,7 @@ mod tests {
             cpu: 0,
             zone: None,
             pages: 56,
+            mt: Some(1),
         });
         v.push(run(1, Op::Free, 3, 8));
         v.push(FlowLine::Drain {
@@ -935,7 +996,7 @@ mod tests {
         });
         let text = written(&v);
         assert!(text.contains("a 0 0 7 3 8 x5\n"), "{text}");
-        assert!(text.contains("R 0 - 56\n"), "{text}");
+        assert!(text.contains("R 0 - 56 m1\n"), "{text}");
         let mut r = FlowReader::open(text.as_bytes(), "t").unwrap();
         let mut n = 0;
         while let Some(_l) = r.next_line().unwrap() {
@@ -969,5 +1030,44 @@ mod tests {
         assert!(e.contains("flow:5") && e.contains("zone"), "{e}");
         let e = read_all("hello\n").unwrap_err().to_string();
         assert!(e.contains("flow:1"), "{e}");
+        let bad = text.replace("f 0 0 7 0 3", "f 0 0 7 0 3 m9");
+        let e = read_all(&bad).unwrap_err().to_string();
+        assert!(e.contains("flow:5") && e.contains("migratetype"), "{e}");
+    }
+
+    #[test]
+    fn migratetypes_ride_on_runs_and_refills_and_format_2_still_reads() {
+        let typed = |mt| FlowLine::Run {
+            cpu: 0,
+            zone: Some(0),
+            pid: 7,
+            op: Op::Alloc,
+            order: 0,
+            count: 2,
+            repeat: 1,
+            mt,
+        };
+        // Runs of different types are not merged; repeats of one type are.
+        let text = written(&[typed(Some(0)), typed(Some(0)), typed(Some(1)), typed(None)]);
+        assert!(
+            text.contains("a 0 0 7 0 2 x2 m0\na 0 0 7 0 2 m1\na 0 0 7 0 2\n"),
+            "{text}"
+        );
+        let mut r = FlowReader::open(text.as_bytes(), "t").unwrap();
+        let mut mts = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            if let FlowLine::Run { mt, repeat, .. } = l {
+                mts.push((mt, repeat));
+            }
+        }
+        assert_eq!(mts, vec![(Some(0), 2), (Some(1), 1), (None, 1)]);
+        // A format-2 file (no migratetypes) reads as before.
+        let two = text
+            .replacen(MAGIC, MAGIC_2, 1)
+            .replace(" m0", "")
+            .replace(" m1", "");
+        let mut r = FlowReader::open(two.as_bytes(), "t").unwrap();
+        while r.next_line().unwrap().is_some() {}
+        assert_eq!(r.end.unwrap().cpus["0"].allocs, 8);
     }
 }

@@ -63,7 +63,6 @@ pub struct Prepared {
     cfg: RecordConfig,
     tracefs: PathBuf,
     meta: FlowMeta,
-    start: Pagesets,
     /// The guard (shared with the signal handler).
     pub guard: Arc<TracefsGuard>,
     /// What an earlier run's journal restored.
@@ -300,12 +299,9 @@ impl Prepared {
                     .into(),
             ));
         }
-        let settled = if cfg.settle {
-            settle_pagesets(&cfg.proc_root)?
-        } else {
-            None
-        };
-        let start = zoneinfo(&cfg.proc_root)?;
+        // Read here only to fail before anything changes; the flow's start pagesets are read
+        // in `run`, once the ring buffer is allocated.
+        zoneinfo(&cfg.proc_root)?;
         if mount {
             tracefs::mount_tracefs(&dir)?;
         }
@@ -338,13 +334,12 @@ impl Prepared {
             events,
             buffer_size_kb: cfg.buffer_kb,
             data_slice_bytes: data_slices(&cfg.cpu_root),
-            settled,
+            settled: None,
         };
         Ok(Prepared {
             cfg,
             tracefs: dir,
             meta,
-            start,
             guard,
             recovered,
         })
@@ -357,16 +352,13 @@ impl Prepared {
         let Prepared {
             cfg,
             tracefs: dir,
-            meta,
-            start,
+            mut meta,
             guard,
             ..
         } = self;
         let partial = partial_path(&cfg.output);
         let label = cfg.output.display().to_string();
         let gz = cfg.output.extension().is_some_and(|e| e == "gz");
-        let writer = FlowWriter::new(FlowOut::create(&partial, gz)?, &label, &meta, &start)?;
-        let spans = ZoneSpans::of(&start);
         guard.set(&dir.join("tracing_on"), "0")?;
         guard.set(&dir.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
         for ev in &meta.events {
@@ -377,6 +369,15 @@ impl Prepared {
             std::fs::write(dir.join("trace"), "")
                 .map_err(|e| Error::io(dir.join("trace").display().to_string(), e))?;
         }
+        // The start pagesets, read last before tracing starts: resizing the ring buffer
+        // allocated (or freed) buffer_size_kb per CPU through these same lists, so a count read
+        // before it is not the one the recorded stream starts from.
+        if cfg.settle {
+            meta.settled = settle_pagesets(&cfg.proc_root)?;
+        }
+        let start = zoneinfo(&cfg.proc_root)?;
+        let writer = FlowWriter::new(FlowOut::create(&partial, gz)?, &label, &meta, &start)?;
+        let spans = ZoneSpans::of(&start);
         let stop = Arc::new(AtomicBool::new(false));
         let lines = Arc::new(AtomicU64::new(0));
         let reader = {

@@ -6,7 +6,7 @@
 //! A line reads `<task>-<pid> [<cpu>] <flags> <seconds>: <event>: ... order=<n> ...`; the flags
 //! column is absent on old kernels. `CPU:<n> [LOST <k> EVENTS]` lines count lost events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::flow::{FlowLine, Op, ZoneSpans, TIME_MARK_MS};
 
@@ -35,6 +35,8 @@ pub enum TraceEvent {
         order: u8,
         /// Page frame, when printed.
         pfn: Option<u64>,
+        /// Migratetype, when printed (allocations).
+        mt: Option<u8>,
     },
     /// A block taken under zone->lock; `refill` when for the per-CPU lists.
     ZoneLocked {
@@ -46,6 +48,8 @@ pub enum TraceEvent {
         pfn: Option<u64>,
         /// percpu_refill=1.
         refill: bool,
+        /// Migratetype of the request, when printed.
+        mt: Option<u8>,
     },
     /// A block drained from a per-CPU list.
     Drain {
@@ -55,6 +59,8 @@ pub enum TraceEvent {
         order: u8,
         /// Page frame, when printed.
         pfn: Option<u64>,
+        /// Migratetype of the block's pageblock, when printed.
+        mt: Option<u8>,
     },
     /// Events lost from a CPU's buffer.
     Lost {
@@ -103,6 +109,9 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             .ok()
             .filter(|o| *o <= 10)
     };
+    let mt = field(fields, "migratetype")
+        .and_then(|v| v.parse::<u8>().ok())
+        .filter(|m| *m <= super::flow::MAX_MIGRATETYPE);
     match event {
         "mm_page_alloc" => Some(TraceEvent::Page {
             cpu,
@@ -110,6 +119,7 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             op: Op::Alloc,
             order: order()?,
             pfn,
+            mt,
         }),
         "mm_page_free" => Some(TraceEvent::Page {
             cpu,
@@ -117,17 +127,20 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             op: Op::Free,
             order: order()?,
             pfn,
+            mt: None,
         }),
         "mm_page_pcpu_drain" => Some(TraceEvent::Drain {
             cpu,
             order: order()?,
             pfn,
+            mt,
         }),
         "mm_page_alloc_zone_locked" => Some(TraceEvent::ZoneLocked {
             cpu,
             order: order()?,
             pfn,
             refill: field(fields, "percpu_refill") == Some("1"),
+            mt,
         }),
         _ => None,
     }
@@ -140,12 +153,55 @@ fn trace_seconds(line: &str) -> Option<f64> {
     head.split_ascii_whitespace().last()?.parse::<f64>().ok()
 }
 
-/// What a CPU has open: a run, a refill or a drain.
+/// What a CPU has open: a run, a refill (zone, pages, migratetype) or a drain.
 #[derive(Debug, Clone, Copy)]
 enum Open {
     Run(FlowLine),
-    Refill(Option<u8>, u64),
+    Refill(Option<u8>, u64, Option<u8>),
     Drain(Option<u8>, u64),
+}
+
+/// `pageblock_order` on x86-64: a pageblock is 512 pages, and the kernel frees a page to the
+/// list of its pageblock's migratetype.
+const PAGEBLOCK_SHIFT: u32 = 9;
+
+/// Allocated pages whose type is kept to name the list their free goes to, at most: beyond it
+/// (a recording of a machine filling its page cache) frees fall back on their pageblock's type.
+/// 4M entries take about 100 MB.
+const MAX_TRACKED_PAGES: usize = 4 << 20;
+
+/// The migratetype a free goes to, as the trace shows it: mm_page_free prints none, and the
+/// kernel takes the pageblock's (`get_pfnblock_migratetype()`). Known best from a drain of the
+/// same pageblock (mm_page_pcpu_drain prints the pageblock's type), then from the page's own
+/// allocation (the type asked for, which is the block's unless the allocation fell back to
+/// another type's block), then from any allocation or refill in its pageblock.
+#[derive(Debug, Default)]
+struct FreeTypes {
+    /// Pageblock -> type, from drains.
+    block_drained: HashMap<u64, u8>,
+    /// Page frame -> type asked for, from allocations not yet freed.
+    page_allocated: HashMap<u64, u8>,
+    /// Pageblock -> type asked for, from allocations and refills.
+    block_allocated: HashMap<u64, u8>,
+}
+
+impl FreeTypes {
+    fn allocated(&mut self, pfn: u64, mt: u8) {
+        if self.page_allocated.len() < MAX_TRACKED_PAGES {
+            self.page_allocated.insert(pfn, mt);
+        }
+        self.block_allocated.insert(pfn >> PAGEBLOCK_SHIFT, mt);
+    }
+
+    fn freed(&mut self, pfn: u64) -> Option<u8> {
+        let own = self.page_allocated.remove(&pfn);
+        let block = pfn >> PAGEBLOCK_SHIFT;
+        self.block_drained
+            .get(&block)
+            .copied()
+            .or(own)
+            .or_else(|| self.block_allocated.get(&block).copied())
+    }
 }
 
 /// Groups events into flow lines, per CPU, in each CPU's order.
@@ -165,6 +221,10 @@ pub struct Grouper {
     /// Blocks taken under zone->lock not for the per-CPU lists (orders the lists do not hold,
     /// or a list bypassed).
     pub direct_zone_locked: u64,
+    /// What names a freed page's list.
+    types: FreeTypes,
+    /// Frees whose migratetype the recording could not tell.
+    pub frees_untyped: u64,
 }
 
 impl Grouper {
@@ -182,7 +242,12 @@ impl Grouper {
     fn close(&mut self, cpu: u32, out: &mut Vec<FlowLine>) {
         match self.open.remove(&cpu) {
             Some(Open::Run(l)) => out.push(l),
-            Some(Open::Refill(zone, pages)) => out.push(FlowLine::Refill { cpu, zone, pages }),
+            Some(Open::Refill(zone, pages, mt)) => out.push(FlowLine::Refill {
+                cpu,
+                zone,
+                pages,
+                mt,
+            }),
             Some(Open::Drain(zone, pages)) => out.push(FlowLine::Drain { cpu, zone, pages }),
             None => {}
         }
@@ -222,19 +287,34 @@ impl Grouper {
                 op,
                 order,
                 pfn,
+                mt,
                 ..
             } => {
                 let zone = zone_of(pfn);
+                let mt = match (op, pfn) {
+                    (Op::Alloc, Some(p)) => {
+                        if let Some(m) = mt {
+                            self.types.allocated(p, m);
+                        }
+                        mt
+                    }
+                    (Op::Free, Some(p)) => self.types.freed(p),
+                    _ => mt,
+                };
+                if op == Op::Free && mt.is_none() {
+                    self.frees_untyped += 1;
+                }
                 if let Some(Open::Run(FlowLine::Run {
                     zone: z,
                     pid: p,
                     op: o,
                     order: r,
                     count,
+                    mt: m,
                     ..
                 })) = self.open.get_mut(&cpu)
                 {
-                    if (*z, *p, *o, *r) == (zone, pid, op, order) {
+                    if (*z, *p, *o, *r, *m) == (zone, pid, op, order, mt) {
                         *count += 1;
                         return;
                     }
@@ -250,22 +330,29 @@ impl Grouper {
                         order,
                         count: 1,
                         repeat: 1,
+                        mt,
                     }),
                 );
             }
             TraceEvent::ZoneLocked { refill: false, .. } => self.direct_zone_locked += 1,
-            TraceEvent::ZoneLocked { order, pfn, .. } => {
+            TraceEvent::ZoneLocked { order, pfn, mt, .. } => {
                 let zone = zone_of(pfn);
-                if let Some(Open::Refill(z, p)) = self.open.get_mut(&cpu) {
-                    if *z == zone {
+                if let (Some(p), Some(m)) = (pfn, mt) {
+                    self.types.block_allocated.insert(p >> PAGEBLOCK_SHIFT, m);
+                }
+                if let Some(Open::Refill(z, p, m)) = self.open.get_mut(&cpu) {
+                    if *z == zone && *m == mt {
                         *p += 1 << order;
                         return;
                     }
                 }
                 self.close(cpu, out);
-                self.open.insert(cpu, Open::Refill(zone, 1 << order));
+                self.open.insert(cpu, Open::Refill(zone, 1 << order, mt));
             }
-            TraceEvent::Drain { order, pfn, .. } => {
+            TraceEvent::Drain { order, pfn, mt, .. } => {
+                if let (Some(p), Some(m)) = (pfn, mt) {
+                    self.types.block_drained.insert(p >> PAGEBLOCK_SHIFT, m);
+                }
                 // One free_pcppages_bulk() call drains one zone's pageset.
                 let zone = zone_of(pfn);
                 if let Some(Open::Drain(z, p)) = self.open.get_mut(&cpu) {
@@ -341,7 +428,8 @@ CPU:1 [LOST 12 EVENTS]
                 FlowLine::Refill {
                     cpu: 0,
                     zone: Some(0),
-                    pages: 16
+                    pages: 16,
+                    mt: Some(0)
                 },
                 FlowLine::Run {
                     cpu: 1,
@@ -350,7 +438,8 @@ CPU:1 [LOST 12 EVENTS]
                     op: Op::Free,
                     order: 3,
                     count: 1,
-                    repeat: 1
+                    repeat: 1,
+                    mt: Some(0)
                 },
                 FlowLine::Drain {
                     cpu: 1,
@@ -365,7 +454,8 @@ CPU:1 [LOST 12 EVENTS]
                     op: Op::Alloc,
                     order: 3,
                     count: 2,
-                    repeat: 1
+                    repeat: 1,
+                    mt: Some(0)
                 },
             ]
         );
