@@ -143,14 +143,20 @@ impl Shadow {
     /// added at the tail (refilled).
     fn reconcile(&mut self, st: &PcpState) {
         for i in 0..NR_PCP_LISTS {
-            let want = st.list_blocks_at(i) as usize;
-            let l = &mut self.lists[i].0;
-            while l.len() > want {
-                l.pop_back();
-            }
-            while l.len() < want {
-                l.push_back(None);
-            }
+            self.reconcile_one(st, i);
+        }
+    }
+
+    /// [`Shadow::reconcile`] of the list at `i` only (the one an allocation or a free without
+    /// a drain touched).
+    fn reconcile_one(&mut self, st: &PcpState, i: usize) {
+        let want = st.list_blocks_at(i) as usize;
+        let l = &mut self.lists[i].0;
+        while l.len() > want {
+            l.pop_back();
+        }
+        while l.len() < want {
+            l.push_back(None);
         }
     }
 }
@@ -291,7 +297,9 @@ impl StreamReplay {
                         }
                         sh.allocated_pages += 1 << order;
                     }
-                    sh.reconcile(st);
+                    if let Some(i) = st.list_index(order, mt) {
+                        sh.reconcile_one(st, i);
+                    }
                 }
                 StreamOp::Free => {
                     let before = st.drained_blocks;
@@ -299,7 +307,12 @@ impl StreamReplay {
                         sh.lists[i].0.push_front(Some(sh.allocated_pages));
                     }
                     let f = st.free_mt(order, mt)?;
-                    sh.reconcile(st);
+                    if st.drained_blocks != before {
+                        // A drain may take blocks from any list, in the kernel's round-robin.
+                        sh.reconcile(st);
+                    } else if let Some(i) = st.list_index(order, mt) {
+                        sh.reconcile_one(st, i);
+                    }
                     t.drain_blocks += st.drained_blocks - before;
                     if f.bypassed_pcp {
                         t.bypassed += 1;
