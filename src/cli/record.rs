@@ -191,6 +191,11 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
     }
     let mut notes =
         vec!["tracefs restored (tracing_on, buffer_size_kb, the events' enable).".to_string()];
+    if let Some(settled) = &s.meta.settled {
+        notes.push(format!(
+            "Before the start: {settled} (lowering the sysctl frees nothing; --no-settle records the drain instead)."
+        ));
+    }
     let lost: u64 = s.end.cpus.values().map(|c| c.lost).sum();
     if lost > 0 {
         notes.push(format!(

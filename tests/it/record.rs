@@ -251,4 +251,8 @@ fn lists_left_over_high_max_by_a_lowered_sysctl_are_settled_before_the_start() {
     assert!(said.contains("11700 pages over their high_max"), "{said}");
     assert!(said.contains("1 vm.stat_refresh write(s)"), "{said}");
     assert!(said.contains("except 1 pageset(s)"), "{said}");
+    // The table output says it too.
+    let out = command(&f, "0.3").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Before the start:"), "{text}");
 }
