@@ -395,6 +395,11 @@ impl PcpState {
         }
     }
 
+    /// The order of the blocks on the list at `pindex` (0 for the slot of unknown lists).
+    pub fn order_at(pindex: usize) -> u8 {
+        Self::order_of(pindex)
+    }
+
     fn order_of(i: usize) -> u8 {
         if i < NR_LOWORDER_PCP_LISTS {
             (i / MIGRATE_PCPTYPES) as u8

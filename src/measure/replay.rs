@@ -31,7 +31,7 @@ use crate::kernel::pageset::{
 };
 use crate::kernel::version::KernelVersion;
 use crate::measure::record::flow::{open_flow, FlowLine, FlowReader, Op, PagesetValues, Pagesets};
-use crate::model::stream::{StreamOp, StreamReplay, StreamTally};
+use crate::model::stream::{RefillSources, StreamOp, StreamReplay, StreamTally};
 
 /// The sysctl a flow's setting is read from.
 pub const FRACTION_SYSCTL: &str = "vm.percpu_pagelist_high_fraction";
@@ -669,7 +669,7 @@ pub fn replay<R: BufRead>(
         recorded,
         replayed,
     };
-    let quantities = vec![
+    let mut quantities = vec![
         q(
             "allocations",
             "events",
@@ -777,6 +777,40 @@ pub fn replay<R: BufRead>(
             pagesets.iter().map(|p| p.replayed.mean_high()).sum(),
         ),
     ];
+    // Where refilled blocks came from: the recording's (pfns of drains and refills), beside the
+    // replay's buddy stack (the newest drained block first).
+    let rec_src = r.refill_sources.as_ref().map(|m| {
+        let mut all = RefillSources::default();
+        for v in m.values() {
+            all.merge(v);
+        }
+        all
+    });
+    let src = &tt.refill_sources;
+    for (name, f) in [
+        (
+            "refilled blocks drained less than 256 pages before",
+            (|x: &RefillSources| x.share_within(256)) as fn(&RefillSources) -> f64,
+        ),
+        (
+            "refilled blocks drained less than 4096 pages before",
+            |x: &RefillSources| x.share_within(4096),
+        ),
+        (
+            "refilled blocks another CPU drained",
+            |x: &RefillSources| x.other_cpu as f64 / x.total().max(1) as f64,
+        ),
+    ] {
+        quantities.push(q(
+            name,
+            "%",
+            rec_src
+                .as_ref()
+                .filter(|x| x.total() > 0)
+                .map(|x| 100.0 * f(x)),
+            100.0 * f(src),
+        ));
+    }
     let setting_words = |fraction: Option<i64>, s: &ReplaySettings| {
         let mut w = Vec::new();
         if let Some(h) = s.high {

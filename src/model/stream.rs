@@ -68,6 +68,8 @@ pub struct StreamTally {
     /// Allocations served from the list by reuse distance: counts per bucket of
     /// [`REUSE_BUCKET_PAGES`] (the last bucket: farther), and blocks a refill brought.
     pub reuse: ReuseHistogram,
+    /// The refilled blocks by pages the zone drained since their drain.
+    pub refill_sources: RefillSources,
 }
 
 /// Upper edges of the reuse-distance buckets, pages allocated on the CPU since the block's free
@@ -124,6 +126,75 @@ impl ReuseHistogram {
     }
 }
 
+/// Upper edges of the refill-source buckets: pages the zone's pagesets drained between a
+/// block's drain and its refill (1 MiB, 4 MiB, 16 MiB, 64 MiB of drained data).
+pub const REFILL_SOURCE_PAGES: [u64; 4] = [256, 1024, 4096, 16384];
+
+/// Where one CPU's refilled blocks came from: the buddy allocator hands back the blocks the
+/// pagesets drained most recently (a freed block goes to the head of its free list,
+/// `__rmqueue_smallest()` takes the head), so a refilled block is often one another CPU drained
+/// moments before, its lines still in that CPU's caches.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefillSources {
+    /// Refilled blocks by pages drained since their drain, per bucket of
+    /// [`REFILL_SOURCE_PAGES`], then farther.
+    pub buckets: [u64; 5],
+    /// Refilled blocks not drained within the recording (or not seen: a block merged and split
+    /// at another address).
+    pub not_drained: u64,
+    /// Of the blocks drained within the recording, those another CPU drained.
+    pub other_cpu: u64,
+}
+
+impl RefillSources {
+    /// Counts a refilled block drained `distance` pages before (None: not seen drained),
+    /// by `other_cpu`.
+    pub fn add(&mut self, distance: Option<u64>, other_cpu: bool) {
+        match distance {
+            None => self.not_drained += 1,
+            Some(d) => {
+                let i = REFILL_SOURCE_PAGES
+                    .iter()
+                    .position(|&e| d < e)
+                    .unwrap_or(REFILL_SOURCE_PAGES.len());
+                self.buckets[i] += 1;
+                if other_cpu {
+                    self.other_cpu += 1;
+                }
+            }
+        }
+    }
+
+    /// Adds another CPU's counts.
+    pub fn merge(&mut self, o: &RefillSources) {
+        for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
+            *a += b;
+        }
+        self.not_drained += o.not_drained;
+        self.other_cpu += o.other_cpu;
+    }
+
+    /// Refilled blocks counted.
+    pub fn total(&self) -> u64 {
+        self.buckets.iter().sum::<u64>() + self.not_drained
+    }
+
+    /// Share of the refilled blocks drained less than `pages` before (a bucket edge), of all
+    /// counted.
+    pub fn share_within(&self, pages: u64) -> f64 {
+        let n = self.total();
+        if n == 0 {
+            return 0.0;
+        }
+        let k = REFILL_SOURCE_PAGES
+            .iter()
+            .position(|&e| e == pages)
+            .map_or(self.buckets.len(), |i| i + 1);
+        self.buckets[..k].iter().sum::<u64>() as f64 / n as f64
+    }
+}
+
 /// The kernel's order of one list: `Some(pages allocated on the CPU when freed)` per block, or
 /// `None` for a block a refill brought; head first.
 #[derive(Debug, Clone, Default)]
@@ -144,6 +215,24 @@ impl Shadow {
     fn reconcile(&mut self, st: &PcpState) {
         for i in 0..NR_PCP_LISTS {
             self.reconcile_one(st, i);
+        }
+    }
+
+    /// [`Shadow::reconcile`] after a drain: the blocks gone from each list's tail are the
+    /// drained ones, appended to `out` as their orders in the order they were drained (the
+    /// kernel's round-robin from the freed list's `pindex`, each list from its tail).
+    fn reconcile_drained(&mut self, st: &PcpState, from: usize, out: &mut Vec<u8>) {
+        for k in 0..NR_PCP_LISTS {
+            let i = (from + k) % NR_PCP_LISTS;
+            let want = st.list_blocks_at(i) as usize;
+            let l = &mut self.lists[i].0;
+            while l.len() > want {
+                l.pop_back();
+                out.push(PcpState::order_at(i));
+            }
+            while l.len() < want {
+                l.push_back(None);
+            }
         }
     }
 
@@ -207,6 +296,7 @@ impl StreamTally {
         self.final_count += o.final_count;
         self.final_high += o.final_high;
         self.reuse.merge(&o.reuse);
+        self.refill_sources.merge(&o.refill_sources);
     }
 }
 
@@ -219,10 +309,51 @@ pub enum StreamOp {
     Free,
 }
 
+/// Drained blocks a zone's buddy allocator keeps, per order, at most (the oldest dropped):
+/// a refill takes the newest, so the bottom of a long stack is never reached.
+const BUDDY_STACK_BLOCKS: usize = 1 << 20;
+
+/// One zone's buddy allocator as the replay sees it: the blocks the pagesets drained, per
+/// order, newest on top (`__free_one_page()` puts a freed block at the head of its free list,
+/// `__rmqueue_smallest()` takes the head; merging and splitting are left out). Each block keeps
+/// the zone's drained pages before it and the CPU that drained it.
+#[derive(Debug, Clone, Default)]
+struct Buddy {
+    stacks: BTreeMap<u8, VecDeque<(u64, u32)>>,
+    drained_pages: u64,
+}
+
+impl Buddy {
+    fn drained(&mut self, cpu: u32, orders: &[u8]) {
+        for &o in orders {
+            let s = self.stacks.entry(o).or_default();
+            if s.len() == BUDDY_STACK_BLOCKS {
+                s.pop_front();
+            }
+            s.push_back((self.drained_pages, cpu));
+            self.drained_pages += 1 << o;
+        }
+    }
+
+    fn refilled(&mut self, cpu: u32, order: u8, blocks: u32, into: &mut RefillSources) {
+        let s = self.stacks.entry(order).or_default();
+        for _ in 0..blocks {
+            match s.pop_back() {
+                Some((at, c)) => into.add(Some(self.drained_pages - at), c != cpu),
+                None => into.add(None, false),
+            }
+        }
+    }
+}
+
 /// Pagesets keyed by (CPU, zone index) with their tallies.
 #[derive(Debug, Clone, Default)]
 pub struct StreamReplay {
     sets: BTreeMap<(u32, u8), (PcpState, StreamTally, Shadow)>,
+    /// Per zone index: its buddy allocator's drained blocks.
+    buddies: BTreeMap<u8, Buddy>,
+    /// Scratch: the orders of the blocks one drain took.
+    drained: Vec<u8>,
 }
 
 impl StreamReplay {
@@ -262,6 +393,8 @@ impl StreamReplay {
         mt: MigrateType,
         n: u64,
     ) -> Result<()> {
+        let buddy = self.buddies.entry(zone).or_default();
+        let drained = &mut self.drained;
         let Some((st, t, sh)) = self.sets.get_mut(&(cpu, zone)) else {
             return Err(crate::error::Error::invalid(
                 "stream replay",
@@ -281,6 +414,7 @@ impl StreamReplay {
                             t.refills += 1;
                             t.refill_pages += u64::from(s.refill_pages);
                             t.refill_blocks += u64::from(s.refill_blocks);
+                            buddy.refilled(cpu, order, s.refill_blocks, &mut t.refill_sources);
                             // The refill filled the (empty) list: one more block than is left.
                             if let Some(i) = st.list_index(order, mt) {
                                 let l = &mut sh.lists[i].0;
@@ -308,8 +442,12 @@ impl StreamReplay {
                     }
                     let f = st.free_mt(order, mt)?;
                     if st.drained_blocks != before {
-                        // A drain may take blocks from any list, in the kernel's round-robin.
-                        sh.reconcile(st);
+                        // A drain may take blocks from any list, in the kernel's round-robin
+                        // from the freed list.
+                        drained.clear();
+                        let from = st.list_index(order, mt).unwrap_or(0);
+                        sh.reconcile_drained(st, from, drained);
+                        buddy.drained(cpu, drained);
                     } else if let Some(i) = st.list_index(order, mt) {
                         sh.reconcile_one(st, i);
                     }
@@ -354,13 +492,18 @@ impl StreamReplay {
     /// A vmstat tick on every CPU: `decay_pcp_high()` on each pageset of a kernel that
     /// auto-tunes (6.7+); nothing before.
     pub fn tick(&mut self) -> Result<()> {
-        for (st, t, sh) in self.sets.values_mut() {
+        for (&(cpu, zone), (st, t, sh)) in self.sets.iter_mut() {
             if !st.version().era().auto_tunes_high() {
                 continue;
             }
             let before = st.drained_blocks;
             let d = st.decay_pcp_high()?;
-            sh.reconcile(st);
+            self.drained.clear();
+            sh.reconcile_drained(st, 0, &mut self.drained);
+            self.buddies
+                .entry(zone)
+                .or_default()
+                .drained(cpu, &self.drained);
             t.drain_blocks += st.drained_blocks - before;
             if !d.drained_pages_per_hold.is_empty() {
                 t.drains += 1;
@@ -417,6 +560,28 @@ mod tests {
         // Pages conserved: what stayed on CPU 1's list plus what it drained is what it freed.
         assert_eq!(u64::from(f.final_count) + f.drain_pages, 1000);
         assert!(f.drains > 0 && f.final_count < 20);
+    }
+
+    #[test]
+    fn a_refill_takes_back_the_blocks_drained_last() {
+        // CPU 0 allocates, CPU 1 frees and drains (6.6, high 20, batch 8). The first refills
+        // find nothing drained; once CPU 1 has drained, CPU 0's refills take its newest
+        // drained blocks (the buddy's free-list head), drained a few pages before.
+        let mut r = StreamReplay::new();
+        r.insert(0, 0, fixed(20, 8));
+        r.insert(1, 0, fixed(20, 8));
+        r.step(0, 0, StreamOp::Alloc, 0, 100).unwrap();
+        r.step(1, 0, StreamOp::Free, 0, 100).unwrap();
+        r.step(0, 0, StreamOp::Alloc, 0, 40).unwrap();
+        let t: BTreeMap<_, _> = r.tallies().collect();
+        let src = &t[&(0, 0)].refill_sources;
+        assert_eq!(src.total(), t[&(0, 0)].refill_blocks);
+        // 100 allocations from an empty buddy: 13 refills of 8, none drained before.
+        assert_eq!(src.not_drained, 13 * 8);
+        // Then 40 more: 4 left on the list, then 5 refills of 8 blocks, all of them blocks CPU 1
+        // drained (it drained at least 80 of its 100), less than 256 pages before.
+        assert_eq!(src.other_cpu, 40, "{src:?}");
+        assert_eq!(src.buckets[0], src.other_cpu);
     }
 
     #[test]

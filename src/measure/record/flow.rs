@@ -11,6 +11,8 @@
 //! D CPU ZONE PAGES                         a drain: free_pcppages_bulk() gave PAGES back
 //! L CPU EVENTS                             the trace lost EVENTS events of that CPU
 //! T MS                                     MS milliseconds of trace time since the first event
+//! refill_sources {"1": {...}}             per refilling CPU: its refilled blocks by pages the
+//!                                          zone drained since each was drained (optional)
 //! pagesets_end {...}
 //! end {"lines": ..., "cpus": {...}}        totals, checked against the lines when read
 //! ```
@@ -175,6 +177,8 @@ pub struct FlowMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<String>,
 }
+
+pub use crate::model::stream::{RefillSources, REFILL_SOURCE_PAGES};
 
 /// Totals of one CPU.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -396,6 +400,7 @@ pub struct FlowWriter<W: Write> {
     held: BTreeMap<u32, FlowLine>,
     totals: BTreeMap<u32, CpuTotals>,
     lines: u64,
+    refill_sources: BTreeMap<String, RefillSources>,
 }
 
 impl<W: Write> FlowWriter<W> {
@@ -411,6 +416,7 @@ impl<W: Write> FlowWriter<W> {
             held: BTreeMap::new(),
             totals: BTreeMap::new(),
             lines: 0,
+            refill_sources: BTreeMap::new(),
         })
     }
 
@@ -472,6 +478,14 @@ impl<W: Write> FlowWriter<W> {
         }
     }
 
+    /// Sets where each CPU's refilled blocks came from (written before the end pagesets).
+    pub fn set_refill_sources(&mut self, by_cpu: BTreeMap<u32, RefillSources>) {
+        self.refill_sources = by_cpu
+            .into_iter()
+            .map(|(c, r)| (c.to_string(), r))
+            .collect();
+    }
+
     /// Ends the file: held runs, the pagesets at the end, the totals. Returns the totals and
     /// the output (flushed; a [`FlowOut`] still needs [`FlowOut::close`]).
     pub fn finish(mut self, end_pagesets: &Pagesets, seconds: f64) -> Result<(FlowEnd, W)> {
@@ -489,6 +503,9 @@ impl<W: Write> FlowWriter<W> {
                 .collect(),
         };
         let e = |x: std::io::Error| Error::io(&self.label, x);
+        if !self.refill_sources.is_empty() {
+            writeln!(self.out, "refill_sources {}", to_json(&self.refill_sources)).map_err(e)?;
+        }
         writeln!(self.out, "pagesets_end {}", to_json(end_pagesets)).map_err(e)?;
         writeln!(self.out, "end {}", to_json(&end)).map_err(e)?;
         self.out.flush().map_err(e)?;
@@ -585,6 +602,8 @@ pub struct FlowReader<R: BufRead> {
     pub start: Pagesets,
     /// Pagesets at the end (after the flow lines).
     pub end_pagesets: Option<Pagesets>,
+    /// Where each CPU's refilled blocks came from (flows recorded since it was kept).
+    pub refill_sources: Option<BTreeMap<String, RefillSources>>,
     /// The totals line, checked.
     pub end: Option<FlowEnd>,
     totals: BTreeMap<u32, CpuTotals>,
@@ -680,6 +699,7 @@ impl<R: BufRead> FlowReader<R> {
             meta,
             start,
             end_pagesets: None,
+            refill_sources: None,
             end: None,
             totals: BTreeMap::new(),
             lines: 0,
@@ -711,6 +731,10 @@ impl<R: BufRead> FlowReader<R> {
             let l = self.buf.trim_end_matches(['\n', '\r']);
             if let Some(rest) = l.strip_prefix("pagesets_end ") {
                 self.end_pagesets = Some(json_of(&self.label, no, "pagesets_end", rest)?);
+                continue;
+            }
+            if let Some(rest) = l.strip_prefix("refill_sources ") {
+                self.refill_sources = Some(json_of(&self.label, no, "refill_sources", rest)?);
                 continue;
             }
             if let Some(rest) = l.strip_prefix("end ") {
@@ -1033,6 +1057,25 @@ mod tests {
         let bad = text.replace("f 0 0 7 0 3", "f 0 0 7 0 3 m9");
         let e = read_all(&bad).unwrap_err().to_string();
         assert!(e.contains("flow:5") && e.contains("migratetype"), "{e}");
+    }
+
+    #[test]
+    fn refill_sources_are_written_before_the_end_and_read_back() {
+        let mut out = Vec::new();
+        let mut w = FlowWriter::new(&mut out, "t", &meta(), &Pagesets::new()).unwrap();
+        w.push(FlowLine::Time { ms: 100 }).unwrap();
+        let mut src = RefillSources::default();
+        src.add(Some(10), true);
+        src.add(Some(5000), false);
+        src.add(None, false);
+        w.set_refill_sources([(0, src.clone())].into_iter().collect());
+        w.finish(&Pagesets::new(), 1.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut r = FlowReader::open(text.as_bytes(), "t").unwrap();
+        while r.next_line().unwrap().is_some() {}
+        assert_eq!(r.refill_sources.unwrap()["0"], src);
+        assert_eq!(src.buckets, [1, 0, 0, 1, 0]);
+        assert!((src.share_within(256) - 1.0 / 3.0).abs() < 1e-12);
     }
 
     #[test]

@@ -504,5 +504,6 @@ fn stream<W: std::io::Write>(
     for l in out.drain(..) {
         writer.push(l)?;
     }
+    writer.set_refill_sources(std::mem::take(&mut g.refill_sources));
     Ok((writer, g.skipped, g.direct_zone_locked))
 }

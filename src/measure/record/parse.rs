@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::flow::{FlowLine, Op, ZoneSpans, TIME_MARK_MS};
+use super::flow::{FlowLine, Op, RefillSources, ZoneSpans, TIME_MARK_MS};
 
 /// The kmem events a recording enables, all required. `mm_page_free_batched` is not among them:
 /// a batched free emits `mm_page_free` too (free_pages_prepare() traces every free; the
@@ -225,6 +225,13 @@ pub struct Grouper {
     types: FreeTypes,
     /// Frees whose migratetype the recording could not tell.
     pub frees_untyped: u64,
+    /// Drained blocks not yet refilled: page frame -> (the zone's drained pages before it,
+    /// the CPU that drained it).
+    drained_at: HashMap<u64, (u64, u32)>,
+    /// Pages drained so far, per zone.
+    drained_pages: BTreeMap<Option<u8>, u64>,
+    /// Per refilling CPU, where its refilled blocks came from.
+    pub refill_sources: BTreeMap<u32, RefillSources>,
 }
 
 impl Grouper {
@@ -340,6 +347,14 @@ impl Grouper {
                 if let (Some(p), Some(m)) = (pfn, mt) {
                     self.types.block_allocated.insert(p >> PAGEBLOCK_SHIFT, m);
                 }
+                if let Some(p) = pfn {
+                    let now = self.drained_pages.get(&zone).copied().unwrap_or(0);
+                    let seen = self.drained_at.remove(&p);
+                    self.refill_sources.entry(cpu).or_default().add(
+                        seen.map(|(at, _)| now.saturating_sub(at)),
+                        seen.is_some_and(|(_, c)| c != cpu),
+                    );
+                }
                 if let Some(Open::Refill(z, p, m)) = self.open.get_mut(&cpu) {
                     if *z == zone && *m == mt {
                         *p += 1 << order;
@@ -355,6 +370,13 @@ impl Grouper {
                 }
                 // One free_pcppages_bulk() call drains one zone's pageset.
                 let zone = zone_of(pfn);
+                let n = self.drained_pages.entry(zone).or_default();
+                if let Some(p) = pfn {
+                    if self.drained_at.len() < MAX_TRACKED_PAGES {
+                        self.drained_at.insert(p, (*n, cpu));
+                    }
+                }
+                *n += 1 << order;
                 if let Some(Open::Drain(z, p)) = self.open.get_mut(&cpu) {
                     if *z == zone {
                         *p += 1 << order;
@@ -473,6 +495,16 @@ CPU:1 [LOST 12 EVENTS]
             &late[..2],
             &[FlowLine::Time { ms: 100 }, FlowLine::Time { ms: 200 }]
         );
+        // The two first refilled blocks had not been drained in the trace; CPU 1 drained both
+        // later. A refill of 0x1008 on CPU 0 takes back a block CPU 1 drained 8 pages before
+        // the last drain (16 pages drained in all, 0x1008 after the first 8).
+        assert_eq!(g.refill_sources[&0].not_drained, 2);
+        g.feed(
+            "          udp-4242    [000] ..... 12345.250002: mm_page_alloc_zone_locked: page=0 pfn=0x1008 order=3 migratetype=0 percpu_refill=1",
+            &mut late,
+        );
+        let s = &g.refill_sources[&0];
+        assert_eq!((s.buckets[0], s.other_cpu, s.total()), (1, 1, 3));
     }
 
     #[test]
