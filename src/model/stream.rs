@@ -89,19 +89,13 @@ pub struct ReuseHistogram {
 
 impl ReuseHistogram {
     fn add(&mut self, d: u64) {
-        let i = REUSE_BUCKET_PAGES
-            .iter()
-            .position(|&e| d < e)
-            .unwrap_or(REUSE_BUCKET_PAGES.len());
-        self.buckets[i] += 1;
+        self.buckets[bucket_of(d)] += 1;
         self.distance_pages_sum += d as f64;
     }
 
     /// Adds another histogram.
     pub fn merge(&mut self, o: &ReuseHistogram) {
-        for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
-            *a += b;
-        }
+        add_buckets(&mut self.buckets, &o.buckets);
         self.refilled += o.refilled;
         self.distance_pages_sum += o.distance_pages_sum;
     }
@@ -114,21 +108,39 @@ impl ReuseHistogram {
     /// Share of the allocations reused within `pages` (a bucket edge, or the largest edge for
     /// everything reused), of all allocations counted.
     pub fn share_within(&self, pages: u64) -> f64 {
-        let n = self.total();
-        if n == 0 {
-            return 0.0;
-        }
-        let k = REUSE_BUCKET_PAGES
-            .iter()
-            .position(|&e| e == pages)
-            .map_or(self.buckets.len(), |i| i + 1);
-        self.buckets[..k].iter().sum::<u64>() as f64 / n as f64
+        share_within(&self.buckets, pages, self.total())
     }
 }
 
+/// The bucket of [`REUSE_BUCKET_PAGES`] a distance falls in (the last: farther).
+fn bucket_of(d: u64) -> usize {
+    REUSE_BUCKET_PAGES
+        .iter()
+        .position(|&e| d < e)
+        .unwrap_or(REUSE_BUCKET_PAGES.len())
+}
+
+fn add_buckets(a: &mut [u64; 5], b: &[u64; 5]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+/// Share of `n` counted below the bucket edge `pages` (not an edge: every bucket).
+fn share_within(buckets: &[u64; 5], pages: u64, n: u64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let k = REUSE_BUCKET_PAGES
+        .iter()
+        .position(|&e| e == pages)
+        .map_or(buckets.len(), |i| i + 1);
+    buckets[..k].iter().sum::<u64>() as f64 / n as f64
+}
+
 /// Upper edges of the refill-source buckets: pages the zone's pagesets drained between a
-/// block's drain and its refill (1 MiB, 4 MiB, 16 MiB, 64 MiB of drained data).
-pub const REFILL_SOURCE_PAGES: [u64; 4] = [256, 1024, 4096, 16384];
+/// block's drain and its refill (the reuse edges: 1, 4, 16, 64 MiB of drained data).
+pub const REFILL_SOURCE_PAGES: [u64; 4] = REUSE_BUCKET_PAGES;
 
 /// Where one CPU's refilled blocks came from: the buddy allocator hands back the blocks the
 /// pagesets drained most recently (a freed block goes to the head of its free list,
@@ -154,11 +166,7 @@ impl RefillSources {
         match distance {
             None => self.not_drained += 1,
             Some(d) => {
-                let i = REFILL_SOURCE_PAGES
-                    .iter()
-                    .position(|&e| d < e)
-                    .unwrap_or(REFILL_SOURCE_PAGES.len());
-                self.buckets[i] += 1;
+                self.buckets[bucket_of(d)] += 1;
                 if other_cpu {
                     self.other_cpu += 1;
                 }
@@ -168,9 +176,7 @@ impl RefillSources {
 
     /// Adds another CPU's counts.
     pub fn merge(&mut self, o: &RefillSources) {
-        for (a, b) in self.buckets.iter_mut().zip(o.buckets) {
-            *a += b;
-        }
+        add_buckets(&mut self.buckets, &o.buckets);
         self.not_drained += o.not_drained;
         self.other_cpu += o.other_cpu;
     }
@@ -183,15 +189,7 @@ impl RefillSources {
     /// Share of the refilled blocks drained less than `pages` before (a bucket edge), of all
     /// counted.
     pub fn share_within(&self, pages: u64) -> f64 {
-        let n = self.total();
-        if n == 0 {
-            return 0.0;
-        }
-        let k = REFILL_SOURCE_PAGES
-            .iter()
-            .position(|&e| e == pages)
-            .map_or(self.buckets.len(), |i| i + 1);
-        self.buckets[..k].iter().sum::<u64>() as f64 / n as f64
+        share_within(&self.buckets, pages, self.total())
     }
 }
 
