@@ -13,6 +13,15 @@ out=${1:-$here/data/host/flows}
 shift || true
 if [ $# -gt 0 ]; then fractions=("$@"); else fractions=(0 8 100 1000 4000); fi
 seconds=${SECONDS_PER_FLOW:-3}
+# WORKLOADS picks some of the four; SKB_DEFER_MAX is handed to the socket loops' `measure pcp`
+# (which sets net.core.skb_defer_max for the run and restores it).
+workloads=${WORKLOADS:-"netperf-udp af-unix page-fault compile"}
+defer_args=()
+suffix=""
+if [ -n "${SKB_DEFER_MAX:-}" ]; then
+  defer_args=(--skb-defer-max "$SKB_DEFER_MAX")
+  suffix="-defer$SKB_DEFER_MAX"
+fi
 # Per-CPU ring buffer, KiB: large enough to hold a whole recording, so that no event is lost
 # while the reader (text from trace_pipe) falls behind a page-fault loop on both CPUs.
 buffer_kb=${BUFFER_KB:-393216}
@@ -40,13 +49,18 @@ printf 'all: %s\n%%.o: %%.c\n\tgcc -O2 -c $< -o $@\n' "$objs" > "$src/Makefile"
 
 for f in "${fractions[@]}"; do
   echo "$f" > "$sysctl_file"
-  for w in netperf-udp af-unix page-fault; do
-    "$bin" record --quiet --buffer-kb "$buffer_kb" -o "$out/$w-f$f.flow.gz" -- \
+  for w in $workloads; do
+    if [ "$w" = compile ]; then
+      make -s -C "$src" clean > /dev/null 2>&1 || true
+      rm -f "$src"/*.o
+      "$bin" record --quiet --buffer-kb "$buffer_kb" -o "$out/compile-f$f.flow.gz" -- make -s -j2 -C "$src" > /dev/null
+      continue
+    fi
+    extra=()
+    if [ "$w" != page-fault ]; then extra=("${defer_args[@]}"); fi
+    "$bin" record --quiet --buffer-kb "$buffer_kb" -o "$out/$w$suffix-f$f.flow.gz" -- \
       "$bin" measure pcp --workload "$w" --fractions "$f" --repeats 1 --seconds "$seconds" --quiet \
-      > /dev/null
+      "${extra[@]}" > /dev/null
   done
-  make -s -C "$src" clean > /dev/null 2>&1 || true
-  rm -f "$src"/*.o
-  "$bin" record --quiet --buffer-kb "$buffer_kb" -o "$out/compile-f$f.flow.gz" -- make -s -j2 -C "$src" > /dev/null
   echo "fraction $f recorded" >&2
 done

@@ -381,6 +381,11 @@ pub fn below_high_min(text: &str, label: &str) -> Result<Vec<String>> {
 /// The sysctl values of a sweep: the default 0, then fractions that put pcp->high near
 /// `4 × batch`, LLC/8, LLC/2, 2 × LLC and 8 × LLC (pages), on a zone of `managed` pages split
 /// over `cpus_in_node` CPUs (`high = managed / fraction / cpus`, fraction >= 8).
+///
+/// Where targets fall on one fraction (an LLC so large that 2 × LLC is past the largest high
+/// the sysctl can give, fraction 8), the widest gap between planned highs gets its geometric
+/// middle instead, until there are five settings besides the default or no gap is wider than
+/// a factor of 2.
 pub fn plan_fractions(managed: u64, cpus_in_node: u32, batch: i64, llc_pages: u64) -> Vec<u64> {
     let per_cpu = managed / u64::from(cpus_in_node.max(1));
     let targets = [
@@ -390,13 +395,33 @@ pub fn plan_fractions(managed: u64, cpus_in_node: u32, batch: i64, llc_pages: u6
         2 * llc_pages,
         8 * llc_pages,
     ];
-    let mut out = vec![0];
+    let mut fixed: Vec<u64> = Vec::new();
     for t in targets {
         let f = (per_cpu / t.max(1)).max(8);
-        if !out.contains(&f) {
-            out.push(f);
+        if !fixed.contains(&f) {
+            fixed.push(f);
         }
     }
+    while fixed.len() < targets.len() {
+        // Fractions in falling order are highs in rising order; the widest ratio between
+        // neighbours is the widest gap in pcp->high.
+        fixed.sort_unstable_by(|a, b| b.cmp(a));
+        let widest = fixed
+            .windows(2)
+            .map(|w| (w[0] as f64 / w[1] as f64, w[0], w[1]))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((ratio, lo_high, hi_high)) = widest else {
+            break;
+        };
+        let mid = ((lo_high as f64 * hi_high as f64).sqrt().round() as u64).max(8);
+        if ratio < 2.0 || fixed.contains(&mid) {
+            break;
+        }
+        fixed.push(mid);
+    }
+    fixed.sort_unstable_by(|a, b| b.cmp(a));
+    let mut out = vec![0];
+    out.extend(fixed);
     out
 }
 
@@ -782,6 +807,20 @@ mod tests {
                 "{x}: {high} vs {target}"
             );
         }
+    }
+
+    #[test]
+    fn a_huge_llc_fills_the_gaps_instead_of_losing_settings() {
+        // An Intel VM with a 260 MiB LLC (66560 pages): 2 x and 8 x LLC are past the largest
+        // high (fraction 8), so both land on 8; the sweep still has five distinct settings.
+        let f = plan_fractions(1_802_240, 2, 63, 66_560);
+        assert_eq!(f[0], 0);
+        assert_eq!(f.len(), 6, "{f:?}");
+        let mut rest = f[1..].to_vec();
+        rest.dedup();
+        assert_eq!(rest.len(), 5, "{f:?}");
+        assert!(rest.windows(2).all(|w| w[0] > w[1]), "{f:?}");
+        assert_eq!(*rest.last().unwrap(), 8);
     }
 
     fn point(fraction: u64, repeat: usize, score: f64, c2c: f64) -> Point {
