@@ -120,7 +120,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         let q = machine_quantities(&r, &machine)?;
         r.quantities.extend(q);
         r.notes.push(format!(
-            "Modelled rows on {}: zone->lock holds from the kernel's code, waits from its queue; cache rows from reuse distances (a refilled block counts as DRAM).",
+            "Modelled rows on {}: zone->lock holds from the kernel's code, waits from its queue; cache rows from reuse distances (a refilled block's from the pages every CPU allocated since its free; DRAM where the recording never saw it freed).",
             machine.name
         ));
     }

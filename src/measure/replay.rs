@@ -768,7 +768,19 @@ pub fn replay<R: BufRead>(
             "allocations of a block a refill brought",
             "%",
             None,
-            100.0 * tt.reuse.refilled as f64 / tt.reuse.total().max(1) as f64,
+            100.0 * tt.reuse.refilled_total() as f64 / tt.reuse.total().max(1) as f64,
+        ),
+        q(
+            "allocations of a refilled block freed less than 4096 pages allocated before",
+            "%",
+            None,
+            100.0
+                * crate::model::stream::REUSE_BUCKET_PAGES
+                    .iter()
+                    .position(|&e| e == 4096)
+                    .map_or(0, |k| tt.reuse.refilled_buckets[..=k].iter().sum::<u64>())
+                    as f64
+                / tt.reuse.total().max(1) as f64,
         ),
         q(
             "live pcp->high, mean, summed",
@@ -966,8 +978,10 @@ pub fn machine_quantities(
     }
     let pages: u64 = r.pagesets.iter().map(|p| p.replayed.alloc_pages).sum();
     let per = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-    // Where a reused block's lines are found: its reuse distance against this CPU's caches (a
-    // refilled block was last written elsewhere: taken as DRAM, an upper bound).
+    // Where a reused block's lines are found: a list reuse by its distance on this CPU, a
+    // refilled block by the pages every CPU allocated since its free (the CPU that freed it
+    // holds its lines, or the LLC), against the machine's levels; a refilled block never seen
+    // freed is taken as DRAM (an upper bound).
     let mut hist = crate::model::stream::ReuseHistogram::default();
     for p in &r.pagesets {
         hist.merge(&p.replayed.reuse);
@@ -983,8 +997,10 @@ pub fn machine_quantities(
         let mut segments: Vec<Segment> = hist
             .buckets
             .iter()
+            .chain(hist.refilled_buckets.iter())
             .enumerate()
-            .map(|(i, &c)| Segment {
+            .map(|(k, &c)| (k % hist.buckets.len(), c))
+            .map(|(i, c)| Segment {
                 weight: c as f64 / n,
                 offset_pages: edges[i] as f64,
                 a_pages: (edges[i + 1] - edges[i]) as f64,

@@ -16,6 +16,13 @@
 //! goes to the head, an allocation takes the head, a refill fills the tail, a drain takes the
 //! tail: `list_add()`, `list_first_entry()`, `list_last_entry()` in mm/page_alloc.c), its length
 //! kept equal to the engine's count of blocks on it.
+//!
+//! A block a refill brought was last touched where it was freed: by the CPU whose list drained
+//! it to the buddy allocator (or by this CPU, before an earlier drain). Its reuse distance is
+//! the pages allocated on every replayed pageset between that free and this allocation (the
+//! data that went through the shared LLC meanwhile), kept apart from the list reuse: the blocks
+//! a recording never saw freed (on the lists at the start, or merged and split at another
+//! address) are counted without a distance.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -72,66 +79,83 @@ pub struct StreamTally {
     pub refill_sources: RefillSources,
 }
 
-/// Upper edges of the reuse-distance buckets, pages allocated on the CPU since the block's free
-/// (1 MiB, 4 MiB, 16 MiB, 64 MiB of data; the last bucket is everything farther).
-pub const REUSE_BUCKET_PAGES: [u64; 4] = [256, 1024, 4096, 16384];
+/// Upper edges of the reuse-distance buckets, pages allocated since the block's free (1 MiB to
+/// 1 GiB of data, past the largest LLC a CPU reaches; the last bucket is everything farther).
+pub const REUSE_BUCKET_PAGES: [u64; 6] = [256, 1024, 4096, 16384, 65536, 262144];
+
+/// Buckets of [`REUSE_BUCKET_PAGES`], the last one for farther.
+const REUSE_BUCKETS: usize = REUSE_BUCKET_PAGES.len() + 1;
 
 /// Allocations by reuse distance.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReuseHistogram {
     /// Counts per bucket of [`REUSE_BUCKET_PAGES`], then one for farther.
-    pub buckets: [u64; 5],
-    /// Allocations of a block a refill brought from the buddy allocator (no reuse on this CPU).
+    pub buckets: [u64; REUSE_BUCKETS],
+    /// Allocations of a block a refill brought whose free the replay never saw (no distance).
     pub refilled: u64,
+    /// Allocations of a block a refill brought, by the pages allocated on every pageset since
+    /// the block was freed (on the CPU that drained it, or on this one), per bucket of
+    /// [`REUSE_BUCKET_PAGES`], then farther.
+    pub refilled_buckets: [u64; REUSE_BUCKETS],
     /// Page-weighted sum of distances (for the mean).
     pub distance_pages_sum: f64,
 }
 
 impl ReuseHistogram {
     fn add(&mut self, d: u64) {
-        self.buckets[bucket_of(d)] += 1;
+        self.buckets[bucket_of(&REUSE_BUCKET_PAGES, d)] += 1;
         self.distance_pages_sum += d as f64;
+    }
+
+    fn add_refilled(&mut self, d: Option<u64>) {
+        match d {
+            Some(d) => self.refilled_buckets[bucket_of(&REUSE_BUCKET_PAGES, d)] += 1,
+            None => self.refilled += 1,
+        }
     }
 
     /// Adds another histogram.
     pub fn merge(&mut self, o: &ReuseHistogram) {
         add_buckets(&mut self.buckets, &o.buckets);
+        add_buckets(&mut self.refilled_buckets, &o.refilled_buckets);
         self.refilled += o.refilled;
         self.distance_pages_sum += o.distance_pages_sum;
     }
 
+    /// Allocations of a block a refill brought (with a distance or without).
+    pub fn refilled_total(&self) -> u64 {
+        self.refilled_buckets.iter().sum::<u64>() + self.refilled
+    }
+
     /// Allocations counted.
     pub fn total(&self) -> u64 {
-        self.buckets.iter().sum::<u64>() + self.refilled
+        self.buckets.iter().sum::<u64>() + self.refilled_total()
     }
 
     /// Share of the allocations reused within `pages` (a bucket edge, or the largest edge for
     /// everything reused), of all allocations counted.
     pub fn share_within(&self, pages: u64) -> f64 {
-        share_within(&self.buckets, pages, self.total())
+        share_within(&REUSE_BUCKET_PAGES, &self.buckets, pages, self.total())
     }
 }
 
-/// The bucket of [`REUSE_BUCKET_PAGES`] a distance falls in (the last: farther).
-fn bucket_of(d: u64) -> usize {
-    REUSE_BUCKET_PAGES
-        .iter()
-        .position(|&e| d < e)
-        .unwrap_or(REUSE_BUCKET_PAGES.len())
+/// The bucket of `edges` a distance falls in (the last: farther).
+fn bucket_of(edges: &[u64], d: u64) -> usize {
+    edges.iter().position(|&e| d < e).unwrap_or(edges.len())
 }
 
-fn add_buckets(a: &mut [u64; 5], b: &[u64; 5]) {
+fn add_buckets(a: &mut [u64], b: &[u64]) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
     }
 }
 
-/// Share of `n` counted below the bucket edge `pages` (not an edge: every bucket).
-fn share_within(buckets: &[u64; 5], pages: u64, n: u64) -> f64 {
+/// Share of `n` counted below the bucket edge `pages` of `edges` (not an edge: every bucket).
+fn share_within(edges: &[u64], buckets: &[u64], pages: u64, n: u64) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    let k = REUSE_BUCKET_PAGES
+    let k = edges
         .iter()
         .position(|&e| e == pages)
         .map_or(buckets.len(), |i| i + 1);
@@ -139,8 +163,9 @@ fn share_within(buckets: &[u64; 5], pages: u64, n: u64) -> f64 {
 }
 
 /// Upper edges of the refill-source buckets: pages the zone's pagesets drained between a
-/// block's drain and its refill (the reuse edges: 1, 4, 16, 64 MiB of drained data).
-pub const REFILL_SOURCE_PAGES: [u64; 4] = REUSE_BUCKET_PAGES;
+/// block's drain and its refill (1, 4, 16, 64 MiB of drained data; the flow file's
+/// `refill_sources` line keeps these five buckets).
+pub const REFILL_SOURCE_PAGES: [u64; 4] = [256, 1024, 4096, 16384];
 
 /// Where one CPU's refilled blocks came from: the buddy allocator hands back the blocks the
 /// pagesets drained most recently (a freed block goes to the head of its free list,
@@ -166,7 +191,7 @@ impl RefillSources {
         match distance {
             None => self.not_drained += 1,
             Some(d) => {
-                self.buckets[bucket_of(d)] += 1;
+                self.buckets[bucket_of(&REFILL_SOURCE_PAGES, d)] += 1;
                 if other_cpu {
                     self.other_cpu += 1;
                 }
@@ -189,14 +214,33 @@ impl RefillSources {
     /// Share of the refilled blocks drained less than `pages` before (a bucket edge), of all
     /// counted.
     pub fn share_within(&self, pages: u64) -> f64 {
-        share_within(&self.buckets, pages, self.total())
+        share_within(&REFILL_SOURCE_PAGES, &self.buckets, pages, self.total())
     }
 }
 
-/// The kernel's order of one list: `Some(pages allocated on the CPU when freed)` per block, or
-/// `None` for a block a refill brought; head first.
+/// One block on a shadowed list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Freed here: the pages this CPU and every pageset had allocated at the free.
+    Freed { local: u64, global: u64 },
+    /// Brought by a refill: the pages every pageset had allocated when it was last freed
+    /// (None: never seen freed).
+    Refilled(Option<u64>),
+}
+
+impl Slot {
+    /// The all-pagesets clock at the block's last free, where the replay saw it.
+    fn freed_global(self) -> Option<u64> {
+        match self {
+            Slot::Freed { global, .. } => Some(global),
+            Slot::Refilled(g) => g,
+        }
+    }
+}
+
+/// The kernel's order of one list, head first.
 #[derive(Debug, Clone, Default)]
-struct ShadowList(VecDeque<Option<u64>>);
+struct ShadowList(VecDeque<Slot>);
 
 /// The kernel's lists, shadowed by `pindex` (the engine's slot for pages of unknown lists
 /// holds no flow blocks).
@@ -217,19 +261,20 @@ impl Shadow {
     }
 
     /// [`Shadow::reconcile`] after a drain: the blocks gone from each list's tail are the
-    /// drained ones, appended to `out` as their orders in the order they were drained (the
-    /// kernel's round-robin from the freed list's `pindex`, each list from its tail).
-    fn reconcile_drained(&mut self, st: &PcpState, from: usize, out: &mut Vec<u8>) {
+    /// drained ones, appended to `out` as their orders and last frees in the order they were
+    /// drained (the kernel's round-robin from the freed list's `pindex`, each list from its
+    /// tail).
+    fn reconcile_drained(&mut self, st: &PcpState, from: usize, out: &mut Vec<(u8, Option<u64>)>) {
         for k in 0..NR_PCP_LISTS {
             let i = (from + k) % NR_PCP_LISTS;
             let want = st.list_blocks_at(i) as usize;
             let l = &mut self.lists[i].0;
             while l.len() > want {
-                l.pop_back();
-                out.push(PcpState::order_at(i));
+                let slot = l.pop_back().unwrap_or(Slot::Refilled(None));
+                out.push((PcpState::order_at(i), slot.freed_global()));
             }
             while l.len() < want {
-                l.push_back(None);
+                l.push_back(Slot::Refilled(None));
             }
         }
     }
@@ -243,7 +288,7 @@ impl Shadow {
             l.pop_back();
         }
         while l.len() < want {
-            l.push_back(None);
+            l.push_back(Slot::Refilled(None));
         }
     }
 }
@@ -314,31 +359,47 @@ const BUDDY_STACK_BLOCKS: usize = 1 << 20;
 /// One zone's buddy allocator as the replay sees it: the blocks the pagesets drained, per
 /// order, newest on top (`__free_one_page()` puts a freed block at the head of its free list,
 /// `__rmqueue_smallest()` takes the head; merging and splitting are left out). Each block keeps
-/// the zone's drained pages before it and the CPU that drained it.
+/// the zone's drained pages before it, the CPU that drained it and the all-pagesets clock at
+/// its last free.
 #[derive(Debug, Clone, Default)]
 struct Buddy {
-    stacks: BTreeMap<u8, VecDeque<(u64, u32)>>,
+    stacks: BTreeMap<u8, VecDeque<(u64, u32, Option<u64>)>>,
     drained_pages: u64,
 }
 
 impl Buddy {
-    fn drained(&mut self, cpu: u32, orders: &[u8]) {
-        for &o in orders {
+    fn drained(&mut self, cpu: u32, blocks: &[(u8, Option<u64>)]) {
+        for &(o, freed) in blocks {
             let s = self.stacks.entry(o).or_default();
             if s.len() == BUDDY_STACK_BLOCKS {
                 s.pop_front();
             }
-            s.push_back((self.drained_pages, cpu));
+            s.push_back((self.drained_pages, cpu, freed));
             self.drained_pages += 1 << o;
         }
     }
 
-    fn refilled(&mut self, cpu: u32, order: u8, blocks: u32, into: &mut RefillSources) {
+    /// Takes `blocks` of `order` for `cpu`'s refill, newest first: counts where each came
+    /// from and hands each block's last free to `slot` in the order taken.
+    fn refilled(
+        &mut self,
+        cpu: u32,
+        order: u8,
+        blocks: u32,
+        into: &mut RefillSources,
+        mut slot: impl FnMut(Option<u64>),
+    ) {
         let s = self.stacks.entry(order).or_default();
         for _ in 0..blocks {
             match s.pop_back() {
-                Some((at, c)) => into.add(Some(self.drained_pages - at), c != cpu),
-                None => into.add(None, false),
+                Some((at, c, freed)) => {
+                    into.add(Some(self.drained_pages - at), c != cpu);
+                    slot(freed);
+                }
+                None => {
+                    into.add(None, false);
+                    slot(None);
+                }
             }
         }
     }
@@ -350,8 +411,10 @@ pub struct StreamReplay {
     sets: BTreeMap<(u32, u8), (PcpState, StreamTally, Shadow)>,
     /// Per zone index: its buddy allocator's drained blocks.
     buddies: BTreeMap<u8, Buddy>,
-    /// Scratch: the orders of the blocks one drain took.
-    drained: Vec<u8>,
+    /// Pages allocated on every pageset so far (the clock of refilled blocks' reuse).
+    global_pages: u64,
+    /// Scratch: the orders and last frees of the blocks one drain took.
+    drained: Vec<(u8, Option<u64>)>,
 }
 
 impl StreamReplay {
@@ -393,6 +456,7 @@ impl StreamReplay {
     ) -> Result<()> {
         let buddy = self.buddies.entry(zone).or_default();
         let drained = &mut self.drained;
+        let global = &mut self.global_pages;
         let Some((st, t, sh)) = self.sets.get_mut(&(cpu, zone)) else {
             return Err(crate::error::Error::invalid(
                 "stream replay",
@@ -412,23 +476,37 @@ impl StreamReplay {
                             t.refills += 1;
                             t.refill_pages += u64::from(s.refill_pages);
                             t.refill_blocks += u64::from(s.refill_blocks);
-                            buddy.refilled(cpu, order, s.refill_blocks, &mut t.refill_sources);
-                            // The refill filled the (empty) list: one more block than is left.
-                            if let Some(i) = st.list_index(order, mt) {
-                                let l = &mut sh.lists[i].0;
-                                for _ in 0..s.refill_blocks {
-                                    l.push_back(None);
-                                }
-                            }
+                            // The refill filled the (empty) list, at the tail in the order the
+                            // buddy allocator handed the blocks out.
+                            let list = st.list_index(order, mt);
+                            let lists = &mut sh.lists;
+                            buddy.refilled(
+                                cpu,
+                                order,
+                                s.refill_blocks,
+                                &mut t.refill_sources,
+                                |freed| {
+                                    if let Some(i) = list {
+                                        lists[i].0.push_back(Slot::Refilled(freed));
+                                    }
+                                },
+                            );
                         }
                         if let Some(i) = st.list_index(order, mt) {
                             match sh.lists[i].0.pop_front() {
-                                Some(Some(at)) => t.reuse.add(sh.allocated_pages - at),
-                                _ => t.reuse.refilled += 1,
+                                Some(Slot::Freed { local, .. }) => {
+                                    t.reuse.add(sh.allocated_pages - local)
+                                }
+                                Some(Slot::Refilled(freed)) => t
+                                    .reuse
+                                    .add_refilled(freed.map(|g| global.saturating_sub(g))),
+                                None => t.reuse.add_refilled(None),
                             }
                         }
                         sh.allocated_pages += 1 << order;
                     }
+                    // Every allocation writes its pages through the caches, lists or not.
+                    *global += 1 << order;
                     if let Some(i) = st.list_index(order, mt) {
                         sh.reconcile_one(st, i);
                     }
@@ -436,7 +514,10 @@ impl StreamReplay {
                 StreamOp::Free => {
                     let before = st.drained_blocks;
                     if let Some(i) = st.list_index(order, mt) {
-                        sh.lists[i].0.push_front(Some(sh.allocated_pages));
+                        sh.lists[i].0.push_front(Slot::Freed {
+                            local: sh.allocated_pages,
+                            global: *global,
+                        });
                     }
                     let f = st.free_mt(order, mt)?;
                     if st.drained_blocks != before {
@@ -529,6 +610,46 @@ mod tests {
     use super::*;
     use crate::kernel::pageset::{PcpHigh, PcpLimits};
     use crate::kernel::version::KernelVersion;
+
+    #[test]
+    fn a_refilled_block_is_as_far_as_the_pages_allocated_since_its_free() {
+        // CPU 0 allocates 100 pages, CPU 1 frees them (high 20, batch 8: it keeps at most 20
+        // and drains the oldest), then CPU 0 allocates 40 more. Its first 104 allocations come
+        // from an empty buddy (no free seen: no distance); the 40 refilled after CPU 1's drains
+        // were freed at most 100 allocated pages before, at least 100 - 20 - 8 (the ones CPU 1
+        // kept are not drained): all in the first bucket, none counted as list reuse.
+        let mut r = StreamReplay::new();
+        r.insert(0, 0, fixed(20, 8));
+        r.insert(1, 0, fixed(20, 8));
+        r.step(0, 0, StreamOp::Alloc, 0, 100).unwrap();
+        r.step(1, 0, StreamOp::Free, 0, 100).unwrap();
+        r.step(0, 0, StreamOp::Alloc, 0, 40).unwrap();
+        let t: BTreeMap<_, _> = r.tallies().collect();
+        let h = &t[&(0, 0)].reuse;
+        assert_eq!(h.buckets.iter().sum::<u64>(), 0, "{h:?}");
+        assert_eq!(h.total(), 140);
+        assert_eq!(h.refilled_buckets[0], 36, "{h:?}");
+        assert_eq!(h.refilled, 104);
+        assert_eq!(h.refilled_total(), 140);
+        // The same flow with 20,000 pages allocated on CPU 0 between the free and the reuse
+        // (its own frees in between, reused from its list): the refilled blocks are that far.
+        let mut r = StreamReplay::new();
+        r.insert(0, 0, fixed(20, 8));
+        r.insert(1, 0, fixed(20, 8));
+        r.step(0, 0, StreamOp::Alloc, 0, 100).unwrap();
+        r.step(1, 0, StreamOp::Free, 0, 100).unwrap();
+        for _ in 0..20_000 {
+            r.step(0, 0, StreamOp::Alloc, 0, 1).unwrap();
+            r.step(0, 0, StreamOp::Free, 0, 1).unwrap();
+        }
+        r.step(0, 0, StreamOp::Alloc, 0, 40).unwrap();
+        let t: BTreeMap<_, _> = r.tallies().collect();
+        let h = &t[&(0, 0)].reuse;
+        let far: u64 = h.refilled_buckets[super::bucket_of(&REUSE_BUCKET_PAGES, 20_000)..]
+            .iter()
+            .sum();
+        assert!(far > 0 && h.refilled_buckets[0] == 0, "{h:?}");
+    }
 
     fn fixed(high: u32, batch: u32) -> PcpState {
         PcpState::new(
