@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use pcpmodel::hw::machine::Machine;
 use pcpmodel::measure::latency::host_cpus;
-use pcpmodel::measure::reuse::{self, DEFAULT_DISTANCES};
+use pcpmodel::measure::reuse;
 use pcpmodel::model::cache::{page_access_cost, Hierarchy, Placement, ReuseDist};
 use pcpmodel::output::report::{sig, Format, Report, Table};
 use serde_json::json;
@@ -28,7 +28,11 @@ The measured time less a copy between cached buffers (the copy's own work, which
 as fixed work) is what reuse adds. Least squares over the model's hit probabilities at each distance
 (non-negative) gives a cost per page for each level: --toml writes them into the machine file as
 reuse_ns_per_page, which then replaces latency x lines / lines in flight for two cores of one LLC
-domain. Give distances inside the L2, inside the LLC and beyond it (the defaults do).
+domain. Give distances inside the L2, inside the LLC and beyond it: the defaults do (64 pages up
+to the machine's caches, then 2x and 4x what its L2 and LLC hold, at most 4 GiB).
+
+The ring's 32 KiB blocks are scattered by default, as the kernel's order-3 page frags are
+(--layout sequential lays them in address order, where prefetch streams across blocks).
 
 Examples:
   pcpmodel measure reuse --seconds 0.2
@@ -47,6 +51,12 @@ pub struct ReuseArgs {
     /// Rounds over the distances (interleaved; the table shows medians).
     #[arg(long, default_value_t = 3, value_parser = super::args::bounded::<usize>(&super::args::ranges::SWEEP_REPEATS))]
     pub repeats: usize,
+    /// Where the ring's 32 KiB blocks lie: scattered (a fixed random order, as the buddy
+    /// allocator hands order-3 page frags out; the default) or sequential (address order: the
+    /// hardware prefetchers stream from one chunk into the next, which the kernel's blocks do
+    /// not allow).
+    #[arg(long, value_enum, default_value_t = LayoutArg::Scattered)]
+    pub layout: LayoutArg,
     /// Machine whose model is shown beside (built-in name or TOML file; default: detected).
     #[arg(long)]
     pub machine: Option<String>,
@@ -64,22 +74,30 @@ pub struct ReuseArgs {
     pub output: Option<std::path::PathBuf>,
 }
 
+/// `--layout` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutArg {
+    /// The ring's 32 KiB blocks in a fixed random order (the kernel's page frags).
+    Scattered,
+    /// The blocks in address order.
+    Sequential,
+}
+
+impl From<LayoutArg> for reuse::Layout {
+    fn from(a: LayoutArg) -> reuse::Layout {
+        match a {
+            LayoutArg::Scattered => reuse::Layout::Scattered,
+            LayoutArg::Sequential => reuse::Layout::Sequential,
+        }
+    }
+}
+
 /// Runs `pcpmodel measure reuse`.
 pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
     let cpus = host_cpus(std::path::Path::new("/"))?;
     let (w, r) = super::measure_pcp::cpu_pair(args.cpus.as_deref(), &cpus, "writer,reader")?;
     if !(1..=100).contains(&args.repeats) {
         anyhow::bail!("--repeats {}: must be 1..=100", args.repeats);
-    }
-    let distances = args
-        .distances
-        .clone()
-        .unwrap_or_else(|| DEFAULT_DISTANCES.to_vec());
-    if distances.is_empty() || distances.len() > 64 {
-        anyhow::bail!("--distances: give 1..=64 distances");
-    }
-    if let Some(d) = distances.iter().find(|&&d| d == 0) {
-        anyhow::bail!("--distances: {d} pages: a distance is at least one page");
     }
     let machine = match &args.machine {
         Some(m) => Machine::resolve(m)?,
@@ -89,6 +107,16 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
     };
     let h = Hierarchy::from_machine(&machine, Placement::SameLlc)?;
+    let distances = args
+        .distances
+        .clone()
+        .unwrap_or_else(|| reuse::distances_for(h.private_pages, h.any_cache_pages));
+    if distances.is_empty() || distances.len() > 64 {
+        anyhow::bail!("--distances: give 1..=64 distances");
+    }
+    if let Some(d) = distances.iter().find(|&&d| d == 0) {
+        anyhow::bail!("--distances: {d} pages: a distance is at least one page");
+    }
     let mlp = pcpmodel::assumptions::value("netperf::mlp_lines", 10.0);
     if let Some((la, running)) = pcpmodel::measure::latency::loadavg() {
         if la > 0.5 || running > 1 {
@@ -103,6 +131,10 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             eprintln!("Warning: SCHED_FIFO refused ({e}): running under time sharing");
         }
     }
+    let layout = match args.layout {
+        LayoutArg::Scattered => "scattered",
+        LayoutArg::Sequential => "sequential",
+    };
     let pb = super::progress_bar((distances.len() * args.repeats) as u64, false);
     // (ns per page, c2c one way just before) per distance.
     let mut samples: Vec<Vec<(f64, Option<f64>)>> = vec![Vec::new(); distances.len()];
@@ -122,7 +154,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
                     .and_then(|v| pcpmodel::measure::Spread::of(&v))
                     .map(|s| s.median)
             };
-            let p = reuse::measure_distance(w, r, distances[i], args.seconds)?;
+            let p = reuse::measure_distance(w, r, distances[i], args.seconds, args.layout.into())?;
             samples[i].push((p.ns_per_page, c2c));
             ring_pages[i] = p.distance_pages;
             pb.inc(1);
@@ -181,16 +213,50 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
     let first = meas.iter().position(|m| m.is_finite()).unwrap_or(0);
     let (m0, c0) = (meas[first], model[first].total_ns);
     let hot_ns = median(&hot);
-    let probs: Vec<[f64; 3]> = model
-        .iter()
-        .map(|c| [c.probs.private, c.probs.llc, c.probs.dram])
-        .collect();
     let extra: Vec<f64> = meas.iter().map(|m| m - hot_ns).collect();
     let measured: Vec<usize> = (0..extra.len()).filter(|&i| extra[i].is_finite()).collect();
-    let levels = reuse::fit_levels(
-        &measured.iter().map(|&i| probs[i]).collect::<Vec<_>>(),
-        &measured.iter().map(|&i| extra[i]).collect::<Vec<_>>(),
-    );
+    // The levels fitted at LLC capacities from the nominal size down to 1/32 of it (a VM shares
+    // its host's LLC with other tenants): the capacity with the least residual is the one the
+    // times show, and the costs are those fitted at it.
+    let nominal_kib = machine.llc().map_or(0.0, |c| c.size_kib.value as f64);
+    let h_nominal = {
+        let mut m = machine.clone();
+        m.reuse_ns_per_page = None;
+        Hierarchy::from_machine(&m, Placement::SameLlc)?
+    };
+    let page_kib = pcpmodel::model::cache::PAGE_BYTES as f64 / 1024.0;
+    let others_pages = h_nominal.any_cache_pages - nominal_kib / page_kib;
+    let fit_at = |llc_kib: f64| {
+        let mut hs = h_nominal.clone();
+        hs.any_cache_pages = others_pages + llc_kib / page_kib;
+        let probs: Vec<[f64; 3]> = ring_pages
+            .iter()
+            .map(|&d| {
+                let p =
+                    page_access_cost(&hs, &ReuseDist::uniform(d as f64, d as f64), 0.0, mlp).probs;
+                [p.private, p.llc, p.dram]
+            })
+            .collect();
+        let fit = reuse::fit_levels(
+            &measured.iter().map(|&i| probs[i]).collect::<Vec<_>>(),
+            &measured.iter().map(|&i| extra[i]).collect::<Vec<_>>(),
+        );
+        (llc_kib, probs, fit)
+    };
+    let at_nominal = fit_at(nominal_kib);
+    let nominal_rms = at_nominal.2.as_ref().map(|f| f.residual_rms_ns).ok();
+    let (llc_kib, probs, levels) = (1..=20)
+        .map(|k| fit_at(nominal_kib * 2f64.powf(-f64::from(k) / 4.0)))
+        .chain(std::iter::once(at_nominal))
+        .filter(|x| x.2.is_ok())
+        .min_by(|a, b| {
+            type Fit = (f64, Vec<[f64; 3]>, pcpmodel::error::Result<reuse::LevelFit>);
+            let r = |x: &Fit| x.2.as_ref().map_or(f64::INFINITY, |f| f.residual_rms_ns);
+            r(a).total_cmp(&r(b))
+        })
+        .unwrap_or_else(|| fit_at(nominal_kib));
+    // Below the nominal size only when the times say so.
+    let llc_found = (llc_kib < nominal_kib * 0.99).then_some(llc_kib);
     let mut t = Table::new([
         "distance (pages)",
         "distance (MiB)",
@@ -202,7 +268,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         "fitted levels",
     ])
     .titled(format!(
-        "Reuse cost by distance: writer CPU {w}, reader CPU {r}; model on {}",
+        "Reuse cost by distance: writer CPU {w}, reader CPU {r}, {layout} 32 KiB blocks; model on {}",
         machine.name
     ));
     let mut rows = Vec::new();
@@ -273,7 +339,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("no reuse costs to write: {e}"))?;
         let source = |j: usize| {
             format!(
-                "measured: pcpmodel measure reuse on {date}, writer CPU {w}, reader CPU {r}{c2c_note}; {} distances x {} repeats, medians less a {:.0} ns/page cached copy, non-negative least squares over the model's hit probabilities (residual RMS {:.0} ns/page; {:.1} distances' worth at this level)",
+                "measured: pcpmodel measure reuse on {date}, writer CPU {w}, reader CPU {r}{c2c_note}, {layout} 32 KiB blocks; {} distances x {} repeats, medians less a {:.0} ns/page cached copy, non-negative least squares over the model's hit probabilities (residual RMS {:.0} ns/page; {:.1} distances' worth at this level)",
                 measured.len(),
                 args.repeats,
                 hot_ns,
@@ -292,6 +358,16 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             private: sourced(0),
             llc: sourced(1),
             dram: sourced(2),
+            llc_kib: llc_found.map(|k| {
+                pcpmodel::hw::provenance::Sourced::new(
+                    k.round(),
+                    format!(
+                        "measured: pcpmodel measure reuse on {date}: the LLC capacity whose hit probabilities fit the reuse times best (residual RMS {:.0} ns/page; {} at the nominal {nominal_kib} KiB), of 21 from the nominal size down to 1/32 of it",
+                        f.residual_rms_ns,
+                        nominal_rms.map_or("no fit".to_string(), |r| format!("{r:.0}"))
+                    ),
+                )
+            }),
         });
         m.validate(&format!("machine {}", m.name)).map_err(|e| {
             anyhow::anyhow!("the measured reuse costs do not make a valid machine: {e}")
@@ -311,16 +387,27 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
     }
     let report = Report {
-        json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name,
+        json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name, "layout": layout,
             "placements": modes, "placement_note": placement_note,
             "seconds": args.seconds, "repeats": args.repeats, "mlp_lines": mlp,
-            "hot_copy_ns_per_page": hot_ns, "levels": levels_json, "rows": rows}),
+            "hot_copy_ns_per_page": hot_ns, "levels": levels_json, "rows": rows,
+            "llc_kib_nominal": nominal_kib, "llc_kib_fitted": llc_kib,
+            "residual_rms_ns_at_nominal": nominal_rms}),
         tables: vec![t, levels_table],
         notes: std::iter::once(format!(
             "The measured time includes both copies at every distance; the model's column is its cache term alone ({}), so compare the increases.",
             h.level_cost_source(mlp)
         ))
         .chain(levels.as_ref().err().map(|e| format!("No cost per level: {e}")))
+        .chain(llc_found.map(|k| {
+            format!(
+                "The times fit an LLC of {} MiB best, not the nominal {} MiB (residual {} against {} ns/page): the capacity this placement gets (other tenants of a host share its LLC). The costs per level are fitted at it, and the machine file written keeps it as reuse_ns_per_page.llc_kib.",
+                sig(k / 1024.0, 3),
+                sig(nominal_kib / 1024.0, 3),
+                levels.as_ref().map_or("-".into(), |f| sig(f.residual_rms_ns, 3)),
+                nominal_rms.map_or("-".into(), |r| sig(r, 3))
+            )
+        }))
         .chain(placement_note.clone())
         .collect(),
     };

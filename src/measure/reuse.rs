@@ -9,6 +9,13 @@
 //! LLC or DRAM. Time per page over the ring's distance shows how the host prices each level
 //! for this pattern (store streams, hardware prefetch, the coherence protocol), which a load
 //! latency alone does not.
+//!
+//! Where the chunks lie matters as much as how far apart they are reused. The kernel's page
+//! frags are order-3 blocks (32 KiB) at the addresses the buddy allocator hands out, so the
+//! producer writes 32 KiB runs scattered over memory; a ring laid out in address order lets the
+//! hardware prefetchers stream from one chunk into the next, which the kernel's blocks do not
+//! allow. [`Layout::Scattered`] (the default) places the ring's 32 KiB blocks in a fixed random
+//! order; [`Layout::Sequential`] keeps address order.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,8 +35,40 @@ pub const CHUNK_PAGES: u64 = (CHUNK_BYTES / 4096) as u64;
 pub const LEAD_CHUNKS: u64 = 3;
 /// The smallest ring, chunks (the lead plus one: the writer never overwrites an unread chunk).
 pub const MIN_CHUNKS: u64 = LEAD_CHUNKS + 1;
-/// The largest ring, bytes (1 GiB: far beyond any LLC, and still allocatable on a small host).
-pub const MAX_RING_BYTES: u64 = 1 << 30;
+/// The largest ring, bytes (4 GiB: past the largest LLCs, 320 MiB on Emerald Rapids, and past
+/// the reach of a TLB of 2 MiB pages; only the distances asked for are allocated).
+pub const MAX_RING_BYTES: u64 = 1 << 32;
+
+/// Bytes of one block of the ring: an order-3 page frag (`SKB_FRAG_PAGE_ORDER`, 32 KiB).
+pub const BLOCK_BYTES: usize = 32 * 1024;
+
+/// Where the ring's blocks lie in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// The 32 KiB blocks in a fixed random order over the ring, as the buddy allocator hands
+    /// order-3 page frags out.
+    Scattered,
+    /// The blocks in address order (hardware prefetch streams across chunks).
+    Sequential,
+}
+
+/// Block slots of a ring of `blocks` blocks: the identity for [`Layout::Sequential`], a fixed
+/// random permutation (Fisher-Yates with a xorshift generator and a fixed seed, so every run
+/// lays the ring out alike) for [`Layout::Scattered`].
+pub fn block_slots(blocks: usize, layout: Layout) -> Vec<usize> {
+    let mut slots: Vec<usize> = (0..blocks).collect();
+    if layout == Layout::Scattered {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in (1..blocks).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            slots.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+    }
+    slots
+}
 
 /// One reuse distance's result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -83,13 +122,14 @@ unsafe impl Send for Ring {}
 unsafe impl Sync for Ring {}
 
 /// Measures one reuse distance: `distance_pages` rounded up to whole chunks (at least
-/// [`MIN_CHUNKS`]), the writer pinned to `writer` and the reader to `reader`, one warm-up pass
-/// over the ring twice, then `secs` seconds timed.
+/// [`MIN_CHUNKS`]), the writer pinned to `writer` and the reader to `reader`, the ring's blocks
+/// laid out by `layout`, one warm-up pass over the ring twice, then `secs` seconds timed.
 pub fn measure_distance(
     writer: u32,
     reader: u32,
     distance_pages: u64,
     secs: f64,
+    layout: Layout,
 ) -> Result<ReusePoint> {
     if !(secs.is_finite() && secs > 0.0 && secs <= 600.0) {
         return Err(Error::invalid(
@@ -114,6 +154,10 @@ pub fn measure_distance(
     // Every page touched once, so no fault lands in the timing.
     let mut ring = PageAligned::new(bytes as usize, 1);
     let base = Ring(ring.as_mut_slice().as_mut_ptr());
+    // Chunk k's blocks are logical blocks k * PER .. (k + 1) * PER of the ring, each at its slot.
+    const PER: usize = CHUNK_BYTES / BLOCK_BYTES;
+    let slots = Arc::new(block_slots(bytes as usize / BLOCK_BYTES, layout));
+    let wslots = Arc::clone(&slots);
     let written = Arc::new(AtomicU64::new(0));
     let read = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -143,10 +187,13 @@ pub fn measure_distance(
                 }
                 wait();
             }
-            let off = ((k % chunks) as usize) * CHUNK_BYTES;
-            // SAFETY: see `Ring`; the chunk lies inside the ring.
-            let dst = unsafe { std::slice::from_raw_parts_mut(ring.0.add(off), CHUNK_BYTES) };
-            copy(dst, src);
+            let first = (k % chunks) as usize * PER;
+            for b in 0..PER {
+                let off = wslots[first + b] * BLOCK_BYTES;
+                // SAFETY: see `Ring`; the block lies inside the ring.
+                let dst = unsafe { std::slice::from_raw_parts_mut(ring.0.add(off), BLOCK_BYTES) };
+                copy(dst, &src[b * BLOCK_BYTES..(b + 1) * BLOCK_BYTES]);
+            }
             k += 1;
             w2.store(k, Ordering::Release);
         }
@@ -174,10 +221,13 @@ pub fn measure_distance(
                 }
                 wait();
             }
-            let off = ((k % chunks) as usize) * CHUNK_BYTES;
-            // SAFETY: see `Ring`.
-            let src = unsafe { std::slice::from_raw_parts(ring.0.add(off), CHUNK_BYTES) };
-            copy(dst, src);
+            let first = (k % chunks) as usize * PER;
+            for b in 0..PER {
+                let off = slots[first + b] * BLOCK_BYTES;
+                // SAFETY: see `Ring`; the block lies inside the ring.
+                let src = unsafe { std::slice::from_raw_parts(ring.0.add(off), BLOCK_BYTES) };
+                copy(&mut dst[b * BLOCK_BYTES..(b + 1) * BLOCK_BYTES], src);
+            }
             std::hint::black_box(&dst);
             k += 1;
             read.store(k, Ordering::Release);
@@ -339,6 +389,27 @@ pub fn fit_levels(probs: &[[f64; 3]], y: &[f64]) -> Result<LevelFit> {
 /// The default distances, pages: 64 (inside one L2) to 65,536 (256 MiB, beyond any LLC).
 pub const DEFAULT_DISTANCES: [u64; 8] = [64, 256, 1024, 2048, 4096, 8192, 16384, 65536];
 
+/// Distances for a machine whose private level holds `private_pages` and whose caches hold
+/// `any_cache_pages` in front of DRAM: [`DEFAULT_DISTANCES`] up to the caches, then 2x and 4x
+/// the caches (capped at [`MAX_RING_BYTES`]), so that the largest distances land in DRAM on
+/// any LLC (the fixed list stops at 256 MiB, inside a 260 MiB LLC).
+pub fn distances_for(private_pages: f64, any_cache_pages: f64) -> Vec<u64> {
+    let max_pages = MAX_RING_BYTES / 4096;
+    let caches = any_cache_pages.max(private_pages).max(1.0) as u64;
+    let mut d: Vec<u64> = DEFAULT_DISTANCES
+        .iter()
+        .copied()
+        .filter(|&x| x < caches)
+        .collect();
+    for k in [2, 4] {
+        let x = (caches * k).min(max_pages);
+        if !d.contains(&x) {
+            d.push(x);
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,17 +418,51 @@ mod tests {
     /// time per page and the ring is at least the lead plus one chunk. No timing is checked.
     #[test]
     fn a_short_run_moves_pages() {
-        let p = measure_distance(0, 0, 1, 0.01).unwrap();
+        let p = measure_distance(0, 0, 1, 0.01, Layout::Scattered).unwrap();
         assert_eq!(p.distance_pages, MIN_CHUNKS * CHUNK_PAGES);
         assert!(p.ns_per_page.is_finite() && p.ns_per_page > 0.0 && p.pages > 0);
-        assert!(measure_distance(0, 0, 1 << 40, 0.01).is_err());
-        assert!(measure_distance(0, 0, 64, f64::NAN).is_err());
+        assert!(measure_distance(0, 0, 1 << 40, 0.01, Layout::Scattered).is_err());
+        assert!(measure_distance(0, 0, 64, f64::NAN, Layout::Sequential).is_err());
         let c = measure_hot_copy(0, 0.01).unwrap();
         assert!(c.is_finite() && c > 0.0);
     }
 
     /// Times made from known level costs are fitted back exactly (the system is linear), a
     /// negative cost is clamped to zero, and a level no distance reaches is refused.
+    #[test]
+    fn default_distances_reach_past_any_llc() {
+        // A 32 MiB LLC + 512 KiB L2 (Zen 3): the fixed list up to the caches, then 2x and 4x.
+        let d = distances_for(128.0, 8320.0);
+        assert_eq!(d, vec![64, 256, 1024, 2048, 4096, 8192, 16640, 33280]);
+        // A 260 MiB LLC + 2 MiB L2 (Emerald Rapids): the largest two are past 1 GiB of data.
+        let d = distances_for(512.0, 67072.0);
+        assert!(d.iter().rev().take(2).all(|&x| x >= 134_144), "{d:?}");
+        // Capped at the largest ring.
+        let d = distances_for(512.0, 1e9);
+        assert_eq!(*d.last().unwrap(), MAX_RING_BYTES / 4096);
+    }
+
+    #[test]
+    fn scattered_slots_are_a_fixed_permutation() {
+        let a = block_slots(4096, Layout::Scattered);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..4096).collect::<Vec<_>>());
+        assert_eq!(
+            a,
+            block_slots(4096, Layout::Scattered),
+            "the same layout every run"
+        );
+        // Scattered: few neighbours stay neighbours (a random permutation keeps about 1 in
+        // 4096 of them; a streaming layout keeps all).
+        let kept = a.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(kept < 40, "{kept} adjacent pairs kept");
+        assert_eq!(
+            block_slots(8, Layout::Sequential),
+            (0..8).collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn levels_fit_back() {
         let probs = [

@@ -161,7 +161,15 @@ impl Hierarchy {
         let lat = &machine.latency_ns;
         let page_kib = PAGE_BYTES as f64 / 1024.0;
         let l2_pages = l2.size_kib.value as f64 / page_kib;
-        let llc_pages = llc.size_kib.value as f64 / page_kib;
+        // Two cores of one LLC domain with measured reuse costs: the capacity those costs were
+        // fitted at (a VM's share of the host's LLC), else the nominal size.
+        let measured_llc_kib = machine
+            .reuse_ns_per_page
+            .as_ref()
+            .filter(|_| placement == Placement::SameLlc)
+            .and_then(|r| r.llc_kib.as_ref())
+            .map(|s| s.value);
+        let llc_pages = measured_llc_kib.unwrap_or(llc.size_kib.value as f64) / page_kib;
         let policy = llc.policy.value;
         let any = match policy {
             Policy::Inclusive => llc_pages,
@@ -652,5 +660,33 @@ mod tests {
         // Up to 112 pages against this private cache, the survival P[Poisson(W d / C) <= W - 1]
         // leaves the other core's share at 1 - 3e-6; 1e-4 covers that LLC share.
         assert_relative_eq!(c.total_ns, 6.4 * 52.0, max_relative = 1e-4);
+    }
+    #[test]
+    fn a_measured_llc_share_is_the_capacity_in_front_of_dram_for_that_placement() {
+        use crate::hw::machine::ReuseCosts;
+        use crate::hw::provenance::Sourced;
+        let mut m = Machine::builtin("icelake-server").unwrap();
+        let nominal = Hierarchy::from_machine(&m, Placement::SameLlc).unwrap();
+        let llc_kib = m.llc().unwrap().size_kib.value as f64;
+        let costs = |kib: f64| ReuseCosts {
+            private: Sourced::new(100.0, "measured: a test"),
+            llc: Sourced::new(150.0, "measured: a test"),
+            dram: Sourced::new(400.0, "measured: a test"),
+            llc_kib: Some(Sourced::new(kib, "measured: a test")),
+        };
+        m.reuse_ns_per_page = Some(costs(llc_kib / 4.0));
+        m.validate("test").unwrap();
+        let shared = Hierarchy::from_machine(&m, Placement::SameLlc).unwrap();
+        // A quarter of the LLC: its pages less three quarters of the nominal LLC's.
+        let llc_pages = llc_kib / (PAGE_BYTES as f64 / 1024.0);
+        assert_relative_eq!(
+            shared.any_cache_pages,
+            nominal.any_cache_pages - 0.75 * llc_pages,
+            max_relative = 1e-12
+        );
+        // More than the LLC holds is not a measurement of it.
+        m.reuse_ns_per_page = Some(costs(llc_kib * 2.0));
+        let e = m.validate("test").unwrap_err().to_string();
+        assert!(e.contains("reuse_ns_per_page.llc_kib"), "{e}");
     }
 }

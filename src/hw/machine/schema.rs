@@ -180,6 +180,11 @@ pub struct ReuseCosts {
     pub llc: Sourced<f64>,
     /// Lines in neither: DRAM.
     pub dram: Sourced<f64>,
+    /// The LLC capacity the same measurement shows for this placement, KiB, where it is below
+    /// the nominal size (a VM's share of a host LLC other tenants also fill): the capacity the
+    /// three costs were fitted at, and the one the model then uses in front of DRAM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_kib: Option<Sourced<f64>>,
 }
 
 impl ReuseCosts {

@@ -60,6 +60,9 @@ impl Machine {
             for (name, s) in r.named() {
                 out.push((format!("reuse_ns_per_page.{name}"), &s.source));
             }
+            if let Some(s) = &r.llc_kib {
+                out.push(("reuse_ns_per_page.llc_kib".to_string(), &s.source));
+            }
         }
         for (name, s) in &self.work_ns_per_page {
             out.push((format!("work_ns_per_page.{name}"), &s.source));
@@ -491,6 +494,18 @@ impl Machine {
                     &format!("reuse_ns_per_page.{name}"),
                     s.value,
                 )?;
+            }
+            if let Some(s) = &r.llc_kib {
+                let nominal = self.llc().map_or(0.0, |c| c.size_kib.value as f64);
+                if !(s.value.is_finite() && s.value > 0.0 && s.value <= nominal) {
+                    return bad(
+                        "reuse_ns_per_page.llc_kib",
+                        format!(
+                            "{}: the LLC capacity a reuse measurement shows must be above 0 and at most the LLC's size, {nominal} KiB",
+                            s.value
+                        ),
+                    );
+                }
             }
         }
         for (name, s) in &self.work_ns_per_page {
