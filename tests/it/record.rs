@@ -228,11 +228,32 @@ fn lists_left_over_high_max_by_a_lowered_sysctl_are_settled_before_the_start() {
     let f = fake(&EVENTS);
     let refresh = f.proc.join("sys/vm/stat_refresh");
     std::fs::write(&refresh, "").unwrap();
-    // Within high_max everywhere (the fixture): nothing to do, nothing written.
+    // The fixture (a live host) has one auto-tuned pageset whose high is above its high_min
+    // (DMA32 CPU 0: 2,511 over 2,133). With it at high_min, every list within high_max and no
+    // high above high_min: nothing to do, nothing written.
+    let live = include_str!("../fixtures/host-6.18-zoneinfo.txt");
+    let idle_state = live.replacen(
+        "              high:     2511\n              batch:    63\n              high_min: 2133",
+        "              high:     2133\n              batch:    63\n              high_min: 2133",
+        1,
+    );
+    assert_ne!(idle_state, live);
+    std::fs::write(f.proc.join("zoneinfo"), &idle_state).unwrap();
     assert_eq!(recorded_meta(&f, &[]).settled, None);
     assert_eq!(read(&refresh), "");
+    // The live fixture: the high left up is decayed toward high_min (a fake /proc decays
+    // nothing: one write, no progress, and it says so).
+    std::fs::write(f.proc.join("zoneinfo"), live).unwrap();
+    let said = recorded_meta(&f, &[]).settled.expect("settled");
+    assert_eq!(read(&refresh), "1");
+    assert!(
+        said.contains("1 auto-tuned pageset(s) had their live high up to 378 pages above high_min"),
+        "{said}"
+    );
+    assert!(said.contains("1 high(s) still above high_min"), "{said}");
+    std::fs::write(&refresh, "").unwrap();
     // One Normal pageset at 60,000 pages over its high_max of 48,300.
-    let z = include_str!("../fixtures/host-6.18-zoneinfo.txt");
+    let z = &idle_state;
     let at = z
         .find("              count:    0\n              high:     8385")
         .unwrap();

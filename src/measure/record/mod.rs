@@ -179,30 +179,53 @@ fn over_high_max(p: &Pagesets) -> Vec<(String, u64, u64)> {
     v
 }
 
-/// Lets each CPU's lists reach the state the current sysctl keeps them in before the recording
-/// starts. Lowering `vm.percpu_pagelist_high_fraction` changes `high_min`/`high_max` but frees
-/// nothing: the lists keep what the last setting let them hold, and until the vmstat worker's
-/// `decay_pcp_high()` drains them, every free of the recorded workload drains too (a transient
-/// of the previous setting, not a property of the workload at this one). Writing
-/// `/proc/sys/vm/stat_refresh` runs that decay on every CPU now; it is repeated until no pageset
-/// holds more than its `high_max`. Nothing is changed that needs restoring. Returns what was
-/// done for the flow's meta (`None`: nothing held more than its `high_max`, or no stat_refresh
-/// file under this /proc root).
+/// Auto-tuned pagesets whose live high is above their `high_min`: (zone/cpu, high, high_min).
+/// An idle CPU's high decays there (`decay_pcp_high()`, by an eighth per vmstat tick); a high
+/// left up by the previous setting or workload would let the next run's lists grow at once.
+fn above_high_min(p: &Pagesets) -> Vec<(String, u64, u64)> {
+    let mut v = Vec::new();
+    for (zone, z) in p {
+        for (cpu, c) in &z.cpus {
+            // Kernels before 6.7 print no high_min: nothing auto-tunes there.
+            let Some(min) = c.high_min else { continue };
+            let (high, min) = (c.high.max(0) as u64, min.max(0) as u64);
+            if high > min {
+                v.push((format!("{zone} cpu {cpu}"), high, min));
+            }
+        }
+    }
+    v
+}
+
+/// Lets each CPU's lists reach the state an idle CPU reaches at the current sysctl before the
+/// recording starts. Lowering `vm.percpu_pagelist_high_fraction` changes `high_min`/`high_max`
+/// but frees nothing: the lists keep what the last setting let them hold, and until the vmstat
+/// worker's `decay_pcp_high()` drains them, every free of the recorded workload drains too (a
+/// transient of the previous setting, not a property of the workload at this one). Raising it
+/// back to the default (0) leaves the live high where the fixed setting put it (the sysctl sets
+/// only `high_min`/`high_max`), so the run starts with lists allowed to hold what the last
+/// setting allowed. Writing `/proc/sys/vm/stat_refresh` runs that decay on every CPU now; it is
+/// repeated until no pageset holds more than its `high_max` and no auto-tuned high is above its
+/// `high_min`. Nothing is changed that needs restoring. Returns what was done for the flow's
+/// meta (`None`: nothing to settle, or no stat_refresh file under this /proc root).
 pub fn settle_pagesets(proc_root: &Path) -> Result<Option<String>> {
     let file = proc_root.join("sys/vm/stat_refresh");
     if !file.exists() {
         return Ok(None);
     }
     let label = file.display().to_string();
-    let first = over_high_max(&zoneinfo(proc_root)?);
-    if first.is_empty() {
+    let start = zoneinfo(proc_root)?;
+    let first = over_high_max(&start);
+    let first_high = above_high_min(&start);
+    if first.is_empty() && first_high.is_empty() {
         return Ok(None);
     }
     let excess_of = |v: &[(String, u64, u64)]| v.iter().map(|(_, c, h)| c - h).sum::<u64>();
     let mut writes = 0;
     let mut left = first.clone();
-    while !left.is_empty() && writes < SETTLE_WRITES {
-        let before = excess_of(&left);
+    let mut left_high = first_high.clone();
+    while (!left.is_empty() || !left_high.is_empty()) && writes < SETTLE_WRITES {
+        let before = excess_of(&left) + excess_of(&left_high);
         // Opened without create: a /proc root without the file was handled above.
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -210,16 +233,41 @@ pub fn settle_pagesets(proc_root: &Path) -> Result<Option<String>> {
             .map_err(|e| Error::io(&label, e))?;
         std::io::Write::write_all(&mut f, b"1").map_err(|e| Error::io(&label, e))?;
         writes += 1;
-        left = over_high_max(&zoneinfo(proc_root)?);
-        if excess_of(&left) >= before {
+        let now = zoneinfo(proc_root)?;
+        left = over_high_max(&now);
+        left_high = above_high_min(&now);
+        if excess_of(&left) + excess_of(&left_high) >= before {
             break;
         }
     }
     let excess = excess_of(&first);
-    let mut said = format!(
-        "{} pageset(s) held {excess} pages over their high_max before the start; {writes} vm.stat_refresh write(s) drained them",
-        first.len()
-    );
+    let mut said = if first.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{} pageset(s) held {excess} pages over their high_max before the start; ",
+            first.len()
+        )
+    };
+    if !first_high.is_empty() {
+        said.push_str(&format!(
+            "{} auto-tuned pageset(s) had their live high up to {} pages above high_min; ",
+            first_high.len(),
+            first_high.iter().map(|(_, h, m)| h - m).max().unwrap_or(0)
+        ));
+    }
+    said.push_str(&format!(
+        "{writes} vm.stat_refresh write(s) (decay_pcp_high() on every CPU) settled them"
+    ));
+    if !left_high.is_empty() {
+        said.push_str(&format!(
+            "; {} high(s) still above high_min (e.g. {}: {} over {})",
+            left_high.len(),
+            left_high[0].0,
+            left_high[0].1,
+            left_high[0].2
+        ));
+    }
     if !left.is_empty() {
         said.push_str(&format!(
             " except {} pageset(s) (e.g. {}: {} over {})",
