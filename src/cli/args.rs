@@ -370,6 +370,14 @@ pub mod ranges {
         "",
         "page-fault tasks are processes; PID_MAX_LIMIT is 2^22",
     );
+    /// `measure reuse --offset`, bytes.
+    pub const COPY_OFFSET: Range = Range::int(
+        "a copy's offset into a block",
+        0.0,
+        63.0,
+        "bytes",
+        "an offset within one 64-byte cache line: any other alignment is one of these",
+    );
     /// `measure reuse --distances`, pages.
     pub const REUSE_DISTANCE: Range = Range::int(
         "a reuse distance",

@@ -57,6 +57,10 @@ pub struct ReuseArgs {
     /// not allow).
     #[arg(long, value_enum, default_value_t = LayoutArg::Scattered)]
     pub layout: LayoutArg,
+    /// Start each block's copy this many bytes into it (0-63; the source stays aligned): a
+    /// copy at another alignment, as 65,507-byte UDP datagrams land in their page frags.
+    #[arg(long, default_value_t = 0, value_parser = super::args::bounded::<u8>(&super::args::ranges::COPY_OFFSET))]
+    pub offset: u8,
     /// Machine whose model is shown beside (built-in name or TOML file; default: detected).
     #[arg(long)]
     pub machine: Option<String>,
@@ -154,7 +158,14 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
                     .and_then(|v| pcpmodel::measure::Spread::of(&v))
                     .map(|s| s.median)
             };
-            let p = reuse::measure_distance(w, r, distances[i], args.seconds, args.layout.into())?;
+            let p = reuse::measure_distance(
+                w,
+                r,
+                distances[i],
+                args.seconds,
+                args.layout.into(),
+                usize::from(args.offset),
+            )?;
             samples[i].push((p.ns_per_page, c2c));
             ring_pages[i] = p.distance_pages;
             pb.inc(1);
@@ -387,7 +398,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
     }
     let report = Report {
-        json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name, "layout": layout,
+        json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name, "layout": layout, "offset_bytes": args.offset,
             "placements": modes, "placement_note": placement_note,
             "seconds": args.seconds, "repeats": args.repeats, "mlp_lines": mlp,
             "hot_copy_ns_per_page": hot_ns, "levels": levels_json, "rows": rows,

@@ -123,14 +123,30 @@ unsafe impl Sync for Ring {}
 
 /// Measures one reuse distance: `distance_pages` rounded up to whole chunks (at least
 /// [`MIN_CHUNKS`]), the writer pinned to `writer` and the reader to `reader`, the ring's blocks
-/// laid out by `layout`, one warm-up pass over the ring twice, then `secs` seconds timed.
+/// laid out by `layout`, one warm-up pass over the ring twice, then `secs` seconds timed. With
+/// `offset` > 0 each block's copy starts `offset` bytes into it and stops a line short of its
+/// end (the source stays page-aligned): a copy at another alignment, as a stream of 65,507-byte
+/// UDP datagrams lands in its page frags.
 pub fn measure_distance(
     writer: u32,
     reader: u32,
     distance_pages: u64,
     secs: f64,
     layout: Layout,
+    offset: usize,
 ) -> Result<ReusePoint> {
+    if offset >= 64 {
+        return Err(Error::invalid(
+            "measure reuse",
+            "--offset",
+            format!("{offset} bytes: give 0..=63 (an offset within a cache line)"),
+        ));
+    }
+    let span = if offset == 0 {
+        BLOCK_BYTES
+    } else {
+        BLOCK_BYTES - 64
+    };
     if !(secs.is_finite() && secs > 0.0 && secs <= 600.0) {
         return Err(Error::invalid(
             "measure reuse",
@@ -191,8 +207,8 @@ pub fn measure_distance(
             for b in 0..PER {
                 let off = wslots[first + b] * BLOCK_BYTES;
                 // SAFETY: see `Ring`; the block lies inside the ring.
-                let dst = unsafe { std::slice::from_raw_parts_mut(ring.0.add(off), BLOCK_BYTES) };
-                copy(dst, &src[b * BLOCK_BYTES..(b + 1) * BLOCK_BYTES]);
+                let dst = unsafe { std::slice::from_raw_parts_mut(ring.0.add(off + offset), span) };
+                copy(dst, &src[b * BLOCK_BYTES..b * BLOCK_BYTES + span]);
             }
             k += 1;
             w2.store(k, Ordering::Release);
@@ -225,8 +241,8 @@ pub fn measure_distance(
             for b in 0..PER {
                 let off = slots[first + b] * BLOCK_BYTES;
                 // SAFETY: see `Ring`; the block lies inside the ring.
-                let src = unsafe { std::slice::from_raw_parts(ring.0.add(off), BLOCK_BYTES) };
-                copy(&mut dst[b * BLOCK_BYTES..(b + 1) * BLOCK_BYTES], src);
+                let src = unsafe { std::slice::from_raw_parts(ring.0.add(off + offset), span) };
+                copy(&mut dst[b * BLOCK_BYTES..b * BLOCK_BYTES + span], src);
             }
             std::hint::black_box(&dst);
             k += 1;
@@ -418,11 +434,13 @@ mod tests {
     /// time per page and the ring is at least the lead plus one chunk. No timing is checked.
     #[test]
     fn a_short_run_moves_pages() {
-        let p = measure_distance(0, 0, 1, 0.01, Layout::Scattered).unwrap();
+        let p = measure_distance(0, 0, 1, 0.01, Layout::Scattered, 0).unwrap();
+        assert!(measure_distance(0, 0, 1, 0.01, Layout::Scattered, 5).is_ok());
+        assert!(measure_distance(0, 0, 1, 0.01, Layout::Scattered, 64).is_err());
         assert_eq!(p.distance_pages, MIN_CHUNKS * CHUNK_PAGES);
         assert!(p.ns_per_page.is_finite() && p.ns_per_page > 0.0 && p.pages > 0);
-        assert!(measure_distance(0, 0, 1 << 40, 0.01, Layout::Scattered).is_err());
-        assert!(measure_distance(0, 0, 64, f64::NAN, Layout::Sequential).is_err());
+        assert!(measure_distance(0, 0, 1 << 40, 0.01, Layout::Scattered, 0).is_err());
+        assert!(measure_distance(0, 0, 64, f64::NAN, Layout::Sequential, 0).is_err());
         let c = measure_hot_copy(0, 0.01).unwrap();
         assert!(c.is_finite() && c > 0.0);
     }

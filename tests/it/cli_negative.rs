@@ -130,6 +130,7 @@ const FLAGS: &[(&str, &str, &[&str])] = &[
     ("measure reuse", "--distances", &[]),
     ("measure reuse", "--seconds", &[]),
     ("measure reuse", "--repeats", &[]),
+    ("measure reuse", "--offset", &[]),
     ("measure work", "--cpu", &["--workload", "netperf-udp"]),
     ("measure work", "--seconds", &["--workload", "netperf-udp"]),
     ("measure work", "--repeats", &["--workload", "netperf-udp"]),
