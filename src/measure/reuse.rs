@@ -406,19 +406,21 @@ pub fn fit_levels(probs: &[[f64; 3]], y: &[f64]) -> Result<LevelFit> {
 pub const DEFAULT_DISTANCES: [u64; 8] = [64, 256, 1024, 2048, 4096, 8192, 16384, 65536];
 
 /// Distances for a machine whose private level holds `private_pages` and whose caches hold
-/// `any_cache_pages` in front of DRAM: [`DEFAULT_DISTANCES`] up to the caches, then 2x and 4x
-/// the caches (capped at [`MAX_RING_BYTES`]), so that the largest distances land in DRAM on
-/// any LLC (the fixed list stops at 256 MiB, inside a 260 MiB LLC).
+/// `any_cache_pages` in front of DRAM: [`DEFAULT_DISTANCES`] below a sixteenth of the caches,
+/// then 1/8, 1/4, 1/2, 1, 2 and 4 times the caches (capped at [`MAX_RING_BYTES`]), so that the
+/// LLC's capacity is seen where it ends (a VM may get less of it than its nominal size) and
+/// the largest distances land in DRAM on any LLC (the fixed list stops at 256 MiB, inside a
+/// 260 MiB LLC).
 pub fn distances_for(private_pages: f64, any_cache_pages: f64) -> Vec<u64> {
     let max_pages = MAX_RING_BYTES / 4096;
-    let caches = any_cache_pages.max(private_pages).max(1.0) as u64;
+    let caches = any_cache_pages.max(private_pages).max(1.0);
     let mut d: Vec<u64> = DEFAULT_DISTANCES
         .iter()
         .copied()
-        .filter(|&x| x < caches)
+        .filter(|&x| (x as f64) < caches / 16.0)
         .collect();
-    for k in [2, 4] {
-        let x = (caches * k).min(max_pages);
+    for k in [0.125, 0.25, 0.5, 1.0, 2.0, 4.0] {
+        let x = ((caches * k) as u64).clamp(1, max_pages);
         if !d.contains(&x) {
             d.push(x);
         }
@@ -449,9 +451,10 @@ mod tests {
     /// negative cost is clamped to zero, and a level no distance reaches is refused.
     #[test]
     fn default_distances_reach_past_any_llc() {
-        // A 32 MiB LLC + 512 KiB L2 (Zen 3): the fixed list up to the caches, then 2x and 4x.
+        // A 32 MiB LLC + 512 KiB L2 (Zen 3): the fixed list below a sixteenth of the caches,
+        // then 1/8 to 4 times them.
         let d = distances_for(128.0, 8320.0);
-        assert_eq!(d, vec![64, 256, 1024, 2048, 4096, 8192, 16640, 33280]);
+        assert_eq!(d, vec![64, 256, 1040, 2080, 4160, 8320, 16640, 33280]);
         // A 260 MiB LLC + 2 MiB L2 (Emerald Rapids): the largest two are past 1 GiB of data.
         let d = distances_for(512.0, 67072.0);
         assert!(d.iter().rev().take(2).all(|&x| x >= 134_144), "{d:?}");
