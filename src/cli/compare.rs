@@ -148,6 +148,15 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             recorded.join(", ")
         ));
     }
+    if text
+        .lines()
+        .next()
+        .is_some_and(|l| l.starts_with('#') && l.contains("free page reporting on"))
+    {
+        c.notes.push(format!(
+            "{label} was measured on a VM with free page reporting: memory the guest frees goes back to the hypervisor and faults in the host when touched again, which the model does not price; large highs, which spread a loop's pages over many buddy blocks, measure slower than predicted for that reason"
+        ));
+    }
     let mut t = Table::new([
         "pcp->high (pages)",
         "measured score",

@@ -158,6 +158,11 @@ fn sweep_csv(
     if let Some(f) = filter {
         head.push_str(&format!("; {}", f.describe()));
     }
+    if let Some(r) =
+        sysctl::free_page_reporting(std::path::Path::new("/sys")).filter(|r| r.active())
+    {
+        head.push_str(&format!("; {}", r.describe()));
+    }
     if let Some(eol) = csv.find('\n') {
         csv.insert_str(eol, &head);
     }
@@ -394,6 +399,11 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
                  /proc/stat including this one): the scores will carry that noise"
             );
         }
+    }
+    if let Some(r) =
+        sysctl::free_page_reporting(std::path::Path::new("/sys")).filter(|r| r.active())
+    {
+        eprintln!("Warning: {}", r.describe());
     }
     let in_node0 = cpus.iter().filter(|c| c.node == 0).count().max(1) as u64;
     if args.dry_run {

@@ -234,9 +234,86 @@ pub fn busy() -> Option<(f64, u32)> {
     Some((la, running))
 }
 
+/// Free page reporting of a virtual machine (`virtio_balloon`; `mm/page_reporting.c`): the
+/// guest hands free buddy blocks of `order` and up to the hypervisor, which drops them, and the
+/// guest's next touch of such a page faults in the host (microseconds per 4 KiB page). A sweep
+/// whose large highs spread a loop's pages over many buddy blocks pays that on top of the
+/// caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreePageReporting {
+    /// `page_reporting_order`: the smallest block order reported.
+    pub order: u32,
+    /// KiB reported so far, where the kernel counts it.
+    pub reported_kib: Option<u64>,
+}
+
+/// Free page reporting as `sys_root` (normally `/sys`) shows it: None when the kernel has no
+/// `page_reporting` module parameters (no reporting device, or not built in).
+pub fn free_page_reporting(sys_root: &std::path::Path) -> Option<FreePageReporting> {
+    let dir = sys_root.join("module/page_reporting/parameters");
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(dir.join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let order = u32::try_from(read("page_reporting_order")?).ok()?;
+    Some(FreePageReporting {
+        order,
+        reported_kib: read("reported_kib"),
+    })
+}
+
+impl FreePageReporting {
+    /// Whether blocks the buddy allocator can hold are reported (an order above the largest,
+    /// `MAX_PAGE_ORDER` 10 on x86-64, switches reporting off).
+    pub fn active(&self) -> bool {
+        self.order <= 10
+    }
+
+    /// One line for a sweep's header and warning.
+    pub fn describe(&self) -> String {
+        format!(
+            "free page reporting on (page_reporting_order {}{}): free buddy blocks of {} KiB and up go back to the hypervisor and fault in the host when touched again, which large highs pay on top of the caches (tools/page_reporting_ab.sh shows how much)",
+            self.order,
+            self.reported_kib
+                .map_or(String::new(), |k| format!(", {} MiB reported so far", k >> 10)),
+            4u64 << self.order
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_page_reporting_is_read_from_the_module_parameters() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(free_page_reporting(d.path()), None);
+        let p = d.path().join("module/page_reporting/parameters");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("page_reporting_order"), "9\n").unwrap();
+        let r = free_page_reporting(d.path()).unwrap();
+        assert_eq!(r.order, 9);
+        assert_eq!(r.reported_kib, None);
+        assert!(r.active());
+        assert!(r.describe().contains("2048 KiB and up"), "{}", r.describe());
+        std::fs::write(p.join("reported_kib"), "69178648\n").unwrap();
+        let r = free_page_reporting(d.path()).unwrap();
+        assert!(
+            r.describe().contains("67557 MiB reported"),
+            "{}",
+            r.describe()
+        );
+        // Above the largest buddy order nothing is reported.
+        std::fs::write(p.join("page_reporting_order"), "11").unwrap();
+        assert!(!free_page_reporting(d.path()).unwrap().active());
+        // Unreadable values are no reporting, not an error.
+        std::fs::write(p.join("page_reporting_order"), "x").unwrap();
+        assert_eq!(free_page_reporting(d.path()), None);
+    }
 
     #[test]
     fn restores_on_drop_and_removes_journal() {

@@ -69,3 +69,37 @@ fn a_loops_rows_are_refused_against_another_benchmark() {
         "{err}"
     );
 }
+
+#[test]
+fn a_sweep_taken_under_free_page_reporting_says_what_the_model_leaves_out() {
+    // A sweep's first comment line records free page reporting (a VM handing free memory back
+    // to its hypervisor); compare then notes that the refaults are not priced. Without it, no
+    // such note.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{}/{SWEEP}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert!(first.starts_with('#'), "{first}");
+    let notes_of = |csv: &str| {
+        let path = dir.path().join("sweep.csv");
+        std::fs::write(&path, csv).unwrap();
+        let out = compare(&[path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        j["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let says = |notes: &[String]| notes.iter().any(|n| n.contains("free page reporting"));
+    assert!(!says(&notes_of(&text)));
+    let reported = format!(
+        "{first}; free page reporting on (page_reporting_order 9): free buddy blocks of 2048 KiB and up go back to the hypervisor\n{rest}"
+    );
+    assert!(says(&notes_of(&reported)));
+}
