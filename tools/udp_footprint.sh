@@ -5,13 +5,14 @@
 #
 #   sudo tools/udp_footprint.sh FRACTION
 #
-# tracefs is mounted if needed; the event, its filter, tracing_on and the buffer size are put
-# back on every exit path (`measure pcp` restores the sysctl itself).
+# tracefs is mounted if needed and unmounted again; the event, its filter, tracing_on and the
+# buffer size are put back on every exit path (`measure pcp` restores the sysctl itself).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PCPMODEL:-$here/target/release/pcpmodel}
 T=/sys/kernel/tracing
-mountpoint -q "$T" || mount -t tracefs nodev "$T"
+mounted=0
+if ! mountpoint -q "$T"; then mount -t tracefs nodev "$T"; mounted=1; fi
 ev=$T/events/kmem/mm_page_alloc
 orig_kb=$(cat "$T/buffer_size_kb")
 orig_on=$(cat "$T/tracing_on")
@@ -22,6 +23,7 @@ restore() {
   echo > "$T/trace"
   echo "$orig_kb" > "$T/buffer_size_kb"
   echo "$orig_on" > "$T/tracing_on"
+  if [ "$mounted" = 1 ]; then umount "$T"; fi
 }
 trap restore EXIT INT TERM
 echo 0 > "$T/tracing_on"
