@@ -774,13 +774,7 @@ pub fn replay<R: BufRead>(
             "allocations of a refilled block freed less than 4096 pages allocated before",
             "%",
             None,
-            100.0
-                * crate::model::stream::REUSE_BUCKET_PAGES
-                    .iter()
-                    .position(|&e| e == 4096)
-                    .map_or(0, |k| tt.reuse.refilled_buckets[..=k].iter().sum::<u64>())
-                    as f64
-                / tt.reuse.total().max(1) as f64,
+            100.0 * tt.reuse.refilled_share_within(4096),
         ),
         q(
             "live pcp->high, mean, summed",

@@ -161,14 +161,14 @@ impl Hierarchy {
         let lat = &machine.latency_ns;
         let page_kib = PAGE_BYTES as f64 / 1024.0;
         let l2_pages = l2.size_kib.value as f64 / page_kib;
-        // Two cores of one LLC domain with measured reuse costs: the capacity those costs were
-        // fitted at (a VM's share of the host's LLC), else the nominal size.
-        let measured_llc_kib = machine
+        // The machine's measured reuse costs are of two cores of one LLC domain: that placement
+        // only. They were fitted at the capacity they carry (a VM's share of the host's LLC),
+        // else at the nominal size.
+        let measured = machine
             .reuse_ns_per_page
             .as_ref()
-            .filter(|_| placement == Placement::SameLlc)
-            .and_then(|r| r.llc_kib.as_ref())
-            .map(|s| s.value);
+            .filter(|_| placement == Placement::SameLlc);
+        let measured_llc_kib = measured.and_then(|r| r.llc_kib.as_ref()).map(|s| s.value);
         let llc_pages = measured_llc_kib.unwrap_or(llc.size_kib.value as f64) / page_kib;
         let policy = llc.policy.value;
         let any = match policy {
@@ -242,12 +242,7 @@ impl Hierarchy {
             dram_ns: lat.dram_local.value,
             c2c_ns,
             line_bytes: l2.line_bytes.value as f64,
-            // Measured for two cores of one LLC domain: that placement only.
-            measured_page_ns: machine
-                .reuse_ns_per_page
-                .as_ref()
-                .filter(|_| placement == Placement::SameLlc)
-                .map(|r| [r.private.value, r.llc.value, r.dram.value]),
+            measured_page_ns: measured.map(|r| [r.private.value, r.llc.value, r.dram.value]),
         })
     }
 

@@ -137,6 +137,17 @@ impl ReuseHistogram {
     pub fn share_within(&self, pages: u64) -> f64 {
         share_within(&REUSE_BUCKET_PAGES, &self.buckets, pages, self.total())
     }
+
+    /// Share of the allocations of a refilled block freed less than `pages` (a bucket edge)
+    /// allocated before, of all allocations counted.
+    pub fn refilled_share_within(&self, pages: u64) -> f64 {
+        share_within(
+            &REUSE_BUCKET_PAGES,
+            &self.refilled_buckets,
+            pages,
+            self.total(),
+        )
+    }
 }
 
 /// The bucket of `edges` a distance falls in (the last: farther).
@@ -611,19 +622,27 @@ mod tests {
     use crate::kernel::pageset::{PcpHigh, PcpLimits};
     use crate::kernel::version::KernelVersion;
 
-    #[test]
-    fn a_refilled_block_is_as_far_as_the_pages_allocated_since_its_free() {
-        // CPU 0 allocates 100 pages, CPU 1 frees them (high 20, batch 8: it keeps at most 20
-        // and drains the oldest), then CPU 0 allocates 40 more. Its first 104 allocations come
-        // from an empty buddy (no free seen: no distance); the 40 refilled after CPU 1's drains
-        // were freed at most 100 allocated pages before, at least 100 - 20 - 8 (the ones CPU 1
-        // kept are not drained): all in the first bucket, none counted as list reuse.
+    /// CPU 0 allocates 100 pages, CPU 1 frees them (6.6, high 20, batch 8), `between` runs,
+    /// then CPU 0 allocates 40 more.
+    fn handed_over(between: impl FnOnce(&mut StreamReplay)) -> StreamReplay {
         let mut r = StreamReplay::new();
         r.insert(0, 0, fixed(20, 8));
         r.insert(1, 0, fixed(20, 8));
         r.step(0, 0, StreamOp::Alloc, 0, 100).unwrap();
         r.step(1, 0, StreamOp::Free, 0, 100).unwrap();
+        between(&mut r);
         r.step(0, 0, StreamOp::Alloc, 0, 40).unwrap();
+        r
+    }
+
+    #[test]
+    fn a_refilled_block_is_as_far_as_the_pages_allocated_since_its_free() {
+        // CPU 1 keeps at most 20 of the 100 pages it frees and drains the oldest. CPU 0's first
+        // 104 allocations come from an empty buddy (no free seen: no distance); the 40 refilled
+        // after CPU 1's drains were freed at most 100 allocated pages before, at least 100 - 20
+        // - 8 (the ones CPU 1 kept are not drained): all in the first bucket, none counted as
+        // list reuse.
+        let r = handed_over(|_| {});
         let t: BTreeMap<_, _> = r.tallies().collect();
         let h = &t[&(0, 0)].reuse;
         assert_eq!(h.buckets.iter().sum::<u64>(), 0, "{h:?}");
@@ -633,16 +652,12 @@ mod tests {
         assert_eq!(h.refilled_total(), 140);
         // The same flow with 20,000 pages allocated on CPU 0 between the free and the reuse
         // (its own frees in between, reused from its list): the refilled blocks are that far.
-        let mut r = StreamReplay::new();
-        r.insert(0, 0, fixed(20, 8));
-        r.insert(1, 0, fixed(20, 8));
-        r.step(0, 0, StreamOp::Alloc, 0, 100).unwrap();
-        r.step(1, 0, StreamOp::Free, 0, 100).unwrap();
-        for _ in 0..20_000 {
-            r.step(0, 0, StreamOp::Alloc, 0, 1).unwrap();
-            r.step(0, 0, StreamOp::Free, 0, 1).unwrap();
-        }
-        r.step(0, 0, StreamOp::Alloc, 0, 40).unwrap();
+        let r = handed_over(|r| {
+            for _ in 0..20_000 {
+                r.step(0, 0, StreamOp::Alloc, 0, 1).unwrap();
+                r.step(0, 0, StreamOp::Free, 0, 1).unwrap();
+            }
+        });
         let t: BTreeMap<_, _> = r.tallies().collect();
         let h = &t[&(0, 0)].reuse;
         let far: u64 = h.refilled_buckets[super::bucket_of(&REUSE_BUCKET_PAGES, 20_000)..]
@@ -686,12 +701,7 @@ mod tests {
         // CPU 0 allocates, CPU 1 frees and drains (6.6, high 20, batch 8). The first refills
         // find nothing drained; once CPU 1 has drained, CPU 0's refills take its newest
         // drained blocks (the buddy's free-list head), drained a few pages before.
-        let mut r = StreamReplay::new();
-        r.insert(0, 0, fixed(20, 8));
-        r.insert(1, 0, fixed(20, 8));
-        r.step(0, 0, StreamOp::Alloc, 0, 100).unwrap();
-        r.step(1, 0, StreamOp::Free, 0, 100).unwrap();
-        r.step(0, 0, StreamOp::Alloc, 0, 40).unwrap();
+        let r = handed_over(|_| {});
         let t: BTreeMap<_, _> = r.tallies().collect();
         let src = &t[&(0, 0)].refill_sources;
         assert_eq!(src.total(), t[&(0, 0)].refill_blocks);
