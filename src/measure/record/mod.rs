@@ -163,38 +163,39 @@ fn zoneinfo(proc_root: &Path) -> Result<Pagesets> {
 /// the loop also stops as soon as a write drains nothing.
 const SETTLE_WRITES: u32 = 4096;
 
-/// Pagesets holding more than their `high_max`: (zone/cpu, count, high_max).
-fn over_high_max(p: &Pagesets) -> Vec<(String, u64, u64)> {
+/// Pagesets whose `(value, limit)` by `pick` has the value above the limit:
+/// (zone/cpu, value, limit).
+fn over(
+    p: &Pagesets,
+    pick: impl Fn(&flow::PagesetValues) -> Option<(i64, i64)>,
+) -> Vec<(String, u64, u64)> {
     let mut v = Vec::new();
     for (zone, z) in p {
         for (cpu, c) in &z.cpus {
-            // Kernels before 6.7 print no high_max: their pcp->high is the one limit.
-            let limit = c.high_max.unwrap_or(c.high).max(0) as u64;
-            let count = c.count.max(0) as u64;
-            if count > limit {
-                v.push((format!("{zone} cpu {cpu}"), count, limit));
+            let Some((value, limit)) = pick(c) else {
+                continue;
+            };
+            let (value, limit) = (value.max(0) as u64, limit.max(0) as u64);
+            if value > limit {
+                v.push((format!("{zone} cpu {cpu}"), value, limit));
             }
         }
     }
     v
 }
 
+/// Pagesets holding more than their `high_max`: (zone/cpu, count, high_max). Kernels before
+/// 6.7 print no high_max: their pcp->high is the one limit.
+fn over_high_max(p: &Pagesets) -> Vec<(String, u64, u64)> {
+    over(p, |c| Some((c.count, c.high_max.unwrap_or(c.high))))
+}
+
 /// Auto-tuned pagesets whose live high is above their `high_min`: (zone/cpu, high, high_min).
 /// An idle CPU's high decays there (`decay_pcp_high()`, by an eighth per vmstat tick); a high
 /// left up by the previous setting or workload would let the next run's lists grow at once.
+/// Kernels before 6.7 print no high_min: nothing auto-tunes there.
 fn above_high_min(p: &Pagesets) -> Vec<(String, u64, u64)> {
-    let mut v = Vec::new();
-    for (zone, z) in p {
-        for (cpu, c) in &z.cpus {
-            // Kernels before 6.7 print no high_min: nothing auto-tunes there.
-            let Some(min) = c.high_min else { continue };
-            let (high, min) = (c.high.max(0) as u64, min.max(0) as u64);
-            if high > min {
-                v.push((format!("{zone} cpu {cpu}"), high, min));
-            }
-        }
-    }
-    v
+    over(p, |c| c.high_min.map(|m| (c.high, m)))
 }
 
 /// Lets each CPU's lists reach the state an idle CPU reaches at the current sysctl before the
@@ -259,22 +260,19 @@ pub fn settle_pagesets(proc_root: &Path) -> Result<Option<String>> {
     said.push_str(&format!(
         "{writes} vm.stat_refresh write(s) (decay_pcp_high() on every CPU) settled them"
     ));
-    if !left_high.is_empty() {
-        said.push_str(&format!(
-            "; {} high(s) still above high_min (e.g. {}: {} over {})",
-            left_high.len(),
-            left_high[0].0,
-            left_high[0].1,
-            left_high[0].2
-        ));
-    }
+    let example = |v: &[(String, u64, u64)]| format!("e.g. {}: {} over {}", v[0].0, v[0].1, v[0].2);
     if !left.is_empty() {
         said.push_str(&format!(
-            " except {} pageset(s) (e.g. {}: {} over {})",
+            " except {} pageset(s) ({})",
             left.len(),
-            left[0].0,
-            left[0].1,
-            left[0].2
+            example(&left)
+        ));
+    }
+    if !left_high.is_empty() {
+        said.push_str(&format!(
+            "; {} high(s) still above high_min ({})",
+            left_high.len(),
+            example(&left_high)
         ));
     }
     Ok(Some(said))
