@@ -226,48 +226,21 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
     let hot_ns = median(&hot);
     let extra: Vec<f64> = meas.iter().map(|m| m - hot_ns).collect();
     let measured: Vec<usize> = (0..extra.len()).filter(|&i| extra[i].is_finite()).collect();
-    // The levels fitted at LLC capacities from the nominal size down to 1/32 of it (a VM shares
-    // its host's LLC with other tenants): the capacity with the least residual is the one the
-    // times show, and the costs are those fitted at it.
+    // The levels fitted at the LLC capacity the times show (a VM's share of its host's LLC).
     let nominal_kib = machine.llc().map_or(0.0, |c| c.size_kib.value as f64);
     let h_nominal = {
         let mut m = machine.clone();
         m.reuse_ns_per_page = None;
         Hierarchy::from_machine(&m, Placement::SameLlc)?
     };
-    let page_kib = pcpmodel::model::cache::PAGE_BYTES as f64 / 1024.0;
-    let others_pages = h_nominal.any_cache_pages - nominal_kib / page_kib;
-    let fit_at = |llc_kib: f64| {
-        let mut hs = h_nominal.clone();
-        hs.any_cache_pages = others_pages + llc_kib / page_kib;
-        let probs: Vec<[f64; 3]> = ring_pages
-            .iter()
-            .map(|&d| {
-                let p =
-                    page_access_cost(&hs, &ReuseDist::uniform(d as f64, d as f64), 0.0, mlp).probs;
-                [p.private, p.llc, p.dram]
-            })
-            .collect();
-        let fit = reuse::fit_levels(
-            &measured.iter().map(|&i| probs[i]).collect::<Vec<_>>(),
-            &measured.iter().map(|&i| extra[i]).collect::<Vec<_>>(),
-        );
-        (llc_kib, probs, fit)
-    };
-    let at_nominal = fit_at(nominal_kib);
-    let nominal_rms = at_nominal.2.as_ref().map(|f| f.residual_rms_ns).ok();
-    let (llc_kib, probs, levels) = (1..=20)
-        .map(|k| fit_at(nominal_kib * 2f64.powf(-f64::from(k) / 4.0)))
-        .chain(std::iter::once(at_nominal))
-        .filter(|x| x.2.is_ok())
-        .min_by(|a, b| {
-            type Fit = (f64, Vec<[f64; 3]>, pcpmodel::error::Result<reuse::LevelFit>);
-            let r = |x: &Fit| x.2.as_ref().map_or(f64::INFINITY, |f| f.residual_rms_ns);
-            r(a).total_cmp(&r(b))
-        })
-        .unwrap_or_else(|| fit_at(nominal_kib));
-    // Below the nominal size only when the times say so.
-    let llc_found = (llc_kib < nominal_kib * 0.99).then_some(llc_kib);
+    let fit = reuse::fit_levels_and_llc(&h_nominal, nominal_kib, &ring_pages, &extra, mlp);
+    let llc_found = fit.below_nominal(nominal_kib);
+    let reuse::LlcFit {
+        llc_kib,
+        probs,
+        levels,
+        nominal_rms_ns: nominal_rms,
+    } = fit;
     let mut t = Table::new([
         "distance (pages)",
         "distance (MiB)",
