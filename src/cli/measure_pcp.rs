@@ -144,6 +144,7 @@ fn sweep_csv(
     points: &[pcp::Point],
     filter: Option<&pcp::PlacementFilter>,
     skb_defer_max: Option<u32>,
+    reporting: Option<sysctl::FreePageReporting>,
 ) -> String {
     let mut csv = pcp::fit_csv("host", workload, settings);
     let mut head = String::new();
@@ -158,9 +159,7 @@ fn sweep_csv(
     if let Some(f) = filter {
         head.push_str(&format!("; {}", f.describe()));
     }
-    if let Some(r) =
-        sysctl::free_page_reporting(std::path::Path::new("/sys")).filter(|r| r.active())
-    {
+    if let Some(r) = reporting {
         head.push_str(&format!("; {}", r.describe()));
     }
     if let Some(eol) = csv.find('\n') {
@@ -195,12 +194,15 @@ fn from_raw(args: &PcpArgs, raw: &std::path::Path, format: Format) -> anyhow::Re
         }
     }
     let (settings, filter) = summary(&fractions, &points, args.all_placements);
+    // Summarised points may come from another machine: this host's free page reporting is
+    // not theirs.
     let csv = sweep_csv(
         &workload,
         &settings,
         &points,
         filter.as_ref(),
         args.skb_defer_max,
+        None,
     );
     let mut notes = vec![format!(
         "Summarised {} point(s) of {label}; nothing was run.",
@@ -400,9 +402,10 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if let Some(r) =
-        sysctl::free_page_reporting(std::path::Path::new("/sys")).filter(|r| r.active())
-    {
+    // Read once, before the sweep: the warning now, the sweep's header after.
+    let reporting =
+        sysctl::free_page_reporting(std::path::Path::new("/sys")).filter(|r| r.active());
+    if let Some(r) = reporting {
         eprintln!("Warning: {}", r.describe());
     }
     let in_node0 = cpus.iter().filter(|c| c.node == 0).count().max(1) as u64;
@@ -564,6 +567,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         &points,
         filter.as_ref(),
         args.skb_defer_max,
+        reporting,
     );
     if let Some(out) = &args.output {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;
