@@ -337,15 +337,28 @@ pub struct LiveHigh {
     pub batch: i64,
 }
 
-/// Reads node 0's largest zone (by managed pages) from a /proc/zoneinfo text.
+/// Reads node 0's zone that kernel allocations are served from, from a /proc/zoneinfo text: the
+/// first zone of a GFP_KERNEL zonelist, the highest of DMA, DMA32 and Normal with managed pages
+/// (a socket buffer or a page-table page never comes from Movable). Not the largest zone: a small
+/// VM whose memory is hot-plugged later boots with DMA32 larger than Normal, and the sweep would
+/// set and read the limits of a zone the workload does not touch.
 pub fn live_high(text: &str, label: &str) -> Result<LiveHigh> {
+    use crate::kernel::ZoneKind;
     let zi = parse_zoneinfo(text, label)?;
     let zone = zi
         .zones
         .iter()
-        .filter(|z| z.node == 0 && !z.pagesets.is_empty())
-        .max_by_key(|z| z.managed_pages)
-        .ok_or_else(|| Error::parse(label, 0, "pagesets", "node 0 has no zone with pagesets"))?;
+        .filter(|z| z.node == 0 && !z.pagesets.is_empty() && z.managed_pages > 0)
+        .filter(|z| matches!(z.kind, ZoneKind::Dma | ZoneKind::Dma32 | ZoneKind::Normal))
+        .max_by_key(|z| z.kind)
+        .ok_or_else(|| {
+            Error::parse(
+                label,
+                0,
+                "pagesets",
+                "node 0 has no DMA, DMA32 or Normal zone with managed pages and pagesets",
+            )
+        })?;
     Ok(LiveHigh {
         managed_pages: zone.managed_pages,
         high: zone
@@ -792,6 +805,16 @@ pub fn sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sweep_reads_the_zone_kernel_allocations_come_from() {
+        // A 2-vCPU Firecracker guest right after boot: DMA32 manages 772,848 pages, Normal
+        // 524,288 (the rest is hot-plugged later). A socket buffer comes from Normal first.
+        let text =
+            include_str!("../../tests/fixtures/kernel/zoneinfo/zoneinfo-6.18-dma32-larger.txt");
+        let live = live_high(text, "zoneinfo").unwrap();
+        assert_eq!(live.managed_pages, 524_288);
+    }
 
     #[test]
     fn plan_reaches_the_targets() {
