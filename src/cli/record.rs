@@ -196,6 +196,12 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
             "Before the start: {settled} (lowering the sysctl frees nothing; --no-settle records the drain instead)."
         ));
     }
+    for (name, v) in &s.end.sysctl_during {
+        notes.push(format!(
+            "{name} was {} at the start and {v} for most of the recording (the command set it): the flow carries {v}.",
+            s.meta.sysctl.get(name).map_or("unset".to_string(), |x| x.to_string())
+        ));
+    }
     let lost: u64 = s.end.cpus.values().map(|c| c.lost).sum();
     if lost > 0 {
         notes.push(format!(

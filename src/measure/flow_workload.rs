@@ -184,7 +184,7 @@ pub fn pair_shape<R: BufRead>(mut r: FlowReader<R>, label: &str) -> Result<PairS
             0.0
         },
         kernel: r.meta.kernel.clone(),
-        skb_defer_max: r.meta.sysctl.get(SKB_DEFER_SYSCTL).copied(),
+        skb_defer_max: r.sysctl(SKB_DEFER_SYSCTL),
         seconds: end.seconds,
         lost,
     })

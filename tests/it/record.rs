@@ -277,3 +277,38 @@ fn lists_left_over_high_max_by_a_lowered_sysctl_are_settled_before_the_start() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Before the start:"), "{text}");
 }
+
+#[test]
+fn a_sysctl_the_recorded_command_sets_is_the_one_the_flow_carries() {
+    // `measure pcp --skb-defer-max 0` under `record` sets the sysctl after the recording
+    // started and puts it back at its end: the flow ran at 0, which decides who frees.
+    let f = fake(&EVENTS);
+    let knob = f.proc.join("sys/net/core/skb_defer_max");
+    std::fs::create_dir_all(knob.parent().unwrap()).unwrap();
+    std::fs::write(&knob, "64\n").unwrap();
+    let k = knob.display();
+    let out = command(&f, "20")
+        .args(["--", "sh", "-c"])
+        .arg(format!("echo 0 > {k}; sleep 1; echo 64 > {k}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_restored(&f);
+    let file = std::fs::File::open(&f.out).unwrap();
+    let mut r = FlowReader::open(std::io::BufReader::new(file), "x.flow").unwrap();
+    while r.next_line().unwrap().is_some() {}
+    assert_eq!(r.meta.sysctl["net.core.skb_defer_max"], 64);
+    assert_eq!(r.sysctl("net.core.skb_defer_max"), Some(0));
+    // Untouched by the command: the start value, and no entry in the end line.
+    assert_eq!(r.sysctl("vm.percpu_pagelist_high_fraction"), Some(0));
+    assert_eq!(r.end.as_ref().unwrap().sysctl_during.len(), 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("net.core.skb_defer_max was 64 at the start and 0"),
+        "{stdout}"
+    );
+}

@@ -214,6 +214,11 @@ pub struct FlowEnd {
     pub lines: u64,
     /// Per CPU.
     pub cpus: BTreeMap<String, CpuTotals>,
+    /// Sysctls of `meta.sysctl` that the recorded command changed (a `measure pcp
+    /// --skb-defer-max 0` sets its own): the value read most often while recording (read
+    /// every 20 ms). Empty when none changed, so `meta.sysctl` held throughout.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctl_during: BTreeMap<String, i64>,
 }
 
 /// Allocation or free.
@@ -401,6 +406,7 @@ pub struct FlowWriter<W: Write> {
     totals: BTreeMap<u32, CpuTotals>,
     lines: u64,
     refill_sources: BTreeMap<String, RefillSources>,
+    sysctl_during: BTreeMap<String, i64>,
 }
 
 impl<W: Write> FlowWriter<W> {
@@ -417,7 +423,14 @@ impl<W: Write> FlowWriter<W> {
             totals: BTreeMap::new(),
             lines: 0,
             refill_sources: BTreeMap::new(),
+            sysctl_during: BTreeMap::new(),
         })
+    }
+
+    /// Sets the sysctls the recorded command changed, each at the value it held longest
+    /// (written into the `end` line).
+    pub fn set_sysctl_during(&mut self, changed: BTreeMap<String, i64>) {
+        self.sysctl_during = changed;
     }
 
     fn emit(&mut self, l: FlowLine) -> Result<()> {
@@ -501,6 +514,7 @@ impl<W: Write> FlowWriter<W> {
                 .iter()
                 .map(|(c, t)| (c.to_string(), t.clone()))
                 .collect(),
+            sysctl_during: std::mem::take(&mut self.sysctl_during),
         };
         let e = |x: std::io::Error| Error::io(&self.label, x);
         if !self.refill_sources.is_empty() {
@@ -608,6 +622,19 @@ pub struct FlowReader<R: BufRead> {
     pub end: Option<FlowEnd>,
     totals: BTreeMap<u32, CpuTotals>,
     lines: u64,
+}
+
+impl<R: BufRead> FlowReader<R> {
+    /// A sysctl as the recorded flow ran under it: the value the recorded command held it at
+    /// when it changed one (`end.sysctl_during`, known once the file is read to its end), else
+    /// the value at the start (`meta.sysctl`).
+    pub fn sysctl(&self, name: &str) -> Option<i64> {
+        self.end
+            .as_ref()
+            .and_then(|e| e.sysctl_during.get(name))
+            .or_else(|| self.meta.sysctl.get(name))
+            .copied()
+    }
 }
 
 fn keyed<'a>(label: &str, no: usize, line: &'a str, key: &str) -> Result<&'a str> {

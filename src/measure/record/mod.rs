@@ -297,6 +297,51 @@ fn locate_tracefs(given: Option<&Path>) -> Result<(PathBuf, bool)> {
     Ok((PathBuf::from(TRACEFS_DIRS[0]), true))
 }
 
+/// The sysctls that decide a recorded flow, by name, from `proc_root` (absent ones left out).
+fn read_sysctls(proc_root: &Path) -> Result<std::collections::BTreeMap<String, i64>> {
+    let mut sysctl = std::collections::BTreeMap::new();
+    for (name, rel) in [
+        (
+            "vm.percpu_pagelist_high_fraction",
+            "sys/vm/percpu_pagelist_high_fraction",
+        ),
+        ("net.core.skb_defer_max", "sys/net/core/skb_defer_max"),
+    ] {
+        let p = proc_root.join(rel);
+        if p.exists() {
+            let v = read_trim(&p)?;
+            let n = v.parse::<i64>().map_err(|_| {
+                Error::parse(
+                    p.display().to_string(),
+                    1,
+                    name,
+                    format!("'{v}' is not a number"),
+                )
+            })?;
+            sysctl.insert(name.to_string(), n);
+        }
+    }
+    Ok(sysctl)
+}
+
+/// The value each sysctl held at most of the samples, for those that ever differed from
+/// `start` (a recorded command that sets its own sysctl, as `measure pcp --skb-defer-max 0`
+/// does, runs its workload under that value, not the one read before it started).
+fn sysctls_changed(
+    start: &std::collections::BTreeMap<String, i64>,
+    samples: &std::collections::BTreeMap<String, std::collections::BTreeMap<i64, u64>>,
+) -> std::collections::BTreeMap<String, i64> {
+    samples
+        .iter()
+        .filter(|(name, seen)| seen.keys().any(|v| start.get(*name) != Some(v)))
+        .filter_map(|(name, seen)| {
+            seen.iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(v, _)| (name.clone(), *v))
+        })
+        .collect()
+}
+
 impl Prepared {
     /// Checks everything the recording needs and takes the guard (replaying an earlier run's
     /// journal first). Changes nothing in tracefs but a mount, when none is found.
@@ -315,28 +360,7 @@ impl Prepared {
         }
         let kernel = read_trim(&cfg.proc_root.join("sys/kernel/osrelease"))?;
         crate::kernel::version::KernelVersion::parse_release(&kernel)?;
-        let mut sysctl = std::collections::BTreeMap::new();
-        for (name, rel) in [
-            (
-                "vm.percpu_pagelist_high_fraction",
-                "sys/vm/percpu_pagelist_high_fraction",
-            ),
-            ("net.core.skb_defer_max", "sys/net/core/skb_defer_max"),
-        ] {
-            let p = cfg.proc_root.join(rel);
-            if p.exists() {
-                let v = read_trim(&p)?;
-                let n = v.parse::<i64>().map_err(|_| {
-                    Error::parse(
-                        p.display().to_string(),
-                        1,
-                        name,
-                        format!("'{v}' is not a number"),
-                    )
-                })?;
-                sysctl.insert(name.to_string(), n);
-            }
-        }
+        let sysctl = read_sysctls(&cfg.proc_root)?;
         let (dir, mount) = locate_tracefs(cfg.tracefs.as_deref())?;
         // SAFETY: geteuid has no preconditions.
         if cfg.tracefs.is_none() && unsafe { libc::geteuid() } != 0 {
@@ -436,6 +460,8 @@ impl Prepared {
         let t0 = Instant::now();
         let limit = cfg.seconds.map(Duration::from_secs_f64);
         let mut status = None;
+        let mut seen: std::collections::BTreeMap<String, std::collections::BTreeMap<i64, u64>> =
+            std::collections::BTreeMap::new();
         let mut child = if cfg.command.is_empty() {
             None
         } else {
@@ -450,6 +476,10 @@ impl Prepared {
         };
         loop {
             progress(t0.elapsed().as_secs_f64(), lines.load(Ordering::Relaxed));
+            // A sysctl unreadable for a moment is not a reason to stop recording.
+            for (name, v) in read_sysctls(&cfg.proc_root).unwrap_or_default() {
+                *seen.entry(name).or_default().entry(v).or_default() += 1;
+            }
             if let Some(c) = child.as_mut() {
                 if let Some(s) = c
                     .try_wait()
@@ -476,7 +506,8 @@ impl Prepared {
             .map_err(|_| Error::Unsupported("the trace reader panicked".into()))?;
         let end_pagesets = zoneinfo(&cfg.proc_root);
         guard.restore()?;
-        let (writer, skipped, direct) = streamed?;
+        let (mut writer, skipped, direct) = streamed?;
+        writer.set_sysctl_during(sysctls_changed(&meta.sysctl, &seen));
         let (end, out) = writer.finish(&end_pagesets?, seconds)?;
         out.close()
             .map_err(|e| Error::io(partial.display().to_string(), e))?;
