@@ -1,7 +1,7 @@
 #!/bin/bash
 # Whether the hypervisor's free page reporting decides a UDP sweep's large highs (root).
 #
-#   sudo tools/page_reporting_ab.sh [FRACTIONS...]     (default: 8 108 27)
+#   sudo [WORKLOAD=af-unix] tools/page_reporting_ab.sh [FRACTIONS...]     (default: 8 108 27)
 #
 # On a VM with free page reporting (virtio-balloon, /sys/module/page_reporting) the guest hands
 # free buddy blocks of page_reporting_order and up to the host, which drops them; the next touch
@@ -9,7 +9,8 @@
 # MiB of buddy blocks, many of them reported. This runs the UDP loop (skb_defer_max 0, 3 s) at
 # each fraction with reporting as it is, then stops reporting (page_reporting_order above the
 # largest buddy order), touches 18 GiB of free memory once so the host backs it again, and runs
-# the loop again. page_reporting_order is put back on every exit path.
+# the loop again. page_reporting_order is put back on every exit path. WORKLOAD picks the
+# loop (default netperf-udp, run with skb_defer_max 0; af-unix runs the AF_UNIX pair).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PCPMODEL:-$here/target/release/pcpmodel}
@@ -19,15 +20,20 @@ if [ $# -gt 0 ]; then fractions=("$@"); else fractions=(8 108 27); fi
 orig=$(cat "$P")
 restore() { echo "$orig" > "$P"; echo "page_reporting_order back at $(cat "$P")"; }
 trap restore EXIT INT TERM
+workload=${WORKLOAD:-netperf-udp}
+defer=()
+[ "$workload" = netperf-udp ] && defer=(--skb-defer-max 0)
 score() {
-  "$bin" measure pcp --workload netperf-udp --skb-defer-max 0 --fractions "$1" --repeats 1 \
+  "$bin" measure pcp --workload "$workload" "${defer[@]}" --fractions "$1" --repeats 1 \
     --seconds 3 --quiet --format json 2>/dev/null \
     | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["points"][0]["score"]))'
 }
+unit="Mbit/s"
+[ "$workload" = af-unix ] && unit="MB/s"
 run_all() {
-  for f in "${fractions[@]}"; do printf '  fraction %s: %s Mbit/s\n' "$f" "$(score "$f")"; done
+  for f in "${fractions[@]}"; do printf '  fraction %s: %s %s\n' "$f" "$(score "$f")" "$unit"; done
 }
-echo "free page reporting on (page_reporting_order $orig):"
+echo "$workload; free page reporting on (page_reporting_order $orig):"
 run_all
 echo 11 > "$P"
 echo "reporting off (page_reporting_order $(cat "$P")); touching 18 GiB of free memory once:"

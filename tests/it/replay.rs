@@ -376,6 +376,26 @@ fn from_flow_measures_the_pair_and_refuses_a_process_flow() {
         .arg(&out)
         .assert()
         .success();
+    // Predicted under the recorded skb_defer_max the measured share applies; under another
+    // the free site changes, and the prediction says the flow's share was not used.
+    let note = "was measured for the other free site";
+    let predict = |extra: &[&str]| {
+        let o = Command::cargo_bin("pcpmodel")
+            .unwrap()
+            .args(["predict", "--kernel", "6.18", "--workload"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(!predict(&[]).contains(note));
+    let other = predict(&["--skb-defer-max", "0"]);
+    assert!(
+        other.contains(note) && other.contains("skb_defer_max above 0"),
+        "{other}"
+    );
     let o = Command::cargo_bin("pcpmodel")
         .unwrap()
         .args([

@@ -419,6 +419,40 @@ pub fn free_site_of(w: &WorkloadSpec, k: &Knobs, kernel: KernelVersion) -> (Free
     }
 }
 
+/// A note when the file measured the receiver's share for the other free site only (a flow
+/// recorded with another `net.core.skb_defer_max` than this prediction's): the prediction then
+/// runs on the kind's default share, which the user should know.
+fn other_site_measured_share(w: &WorkloadSpec, k: &Knobs, site: FreeSite) -> Option<String> {
+    let (used, other, flag) = match site {
+        FreeSite::Receiver => (
+            "receiver_free_share",
+            "receiver_free_share_deferred",
+            "skb_defer_max above 0",
+        ),
+        FreeSite::Sender => (
+            "receiver_free_share_deferred",
+            "receiver_free_share",
+            "--skb-defer-max 0",
+        ),
+    };
+    let measured = |name: &str| {
+        w.params
+            .get(name)
+            .filter(|q| q.source.starts_with("measured:"))
+    };
+    if k.extra(used).is_some() || measured(used).is_some() {
+        return None;
+    }
+    let q = measured(other)?;
+    Some(format!(
+        "params.{other} = {} was measured for the other free site; this prediction's site reads params.{used} ({}): a prediction of the recorded flow needs {flag}",
+        sig(q.value, 3),
+        w.params
+            .get(used)
+            .map_or("not given: the kind's default".to_string(), |u| sig(u.value, 3))
+    ))
+}
+
 /// Share of the pages the receiver's CPU frees at free site `site`: `params.receiver_free_share`
 /// (default 1: the receiver frees all; below 1 when the sender frees the datagrams dropped in
 /// its own softirq) when the receiver frees, `params.receiver_free_share_deferred` (default 0:
@@ -775,6 +809,9 @@ impl Kind for ProducerConsumer {
                     FreeSite::Receiver => "receiver's CPU",
                 }
             ));
+            if let Some(n) = other_site_measured_share(w, k, site) {
+                notes.push(n);
+            }
         }
         notes.push(match &wp.source {
             WorkloadSource::Fitted { data } => format!(
