@@ -374,9 +374,12 @@ fn with_consumer_share(d: Dynamics, s: f64, u: f64) -> Dynamics {
 }
 
 /// Mixes the free_high drains of a share `phi` of the pages into the flow's dynamics: those
-/// pages go to the buddy allocator at once (the bypass reuse distance), in holds of
-/// `free_high_pages_per_event` pages (one hold each, or chunks of `batch` from 6.19); on the
-/// same CPU they must also be refilled from the zone (a refill per `refill_pages`).
+/// pages go to the buddy allocator in drains of `g = free_high_pages_per_event` pages (one hold
+/// each, or chunks of `batch` from 6.19); on the same CPU they must also be refilled from the
+/// zone (a refill per `refill_pages`). Where a drain takes every page freed since the last one
+/// (`g = u`: each high-order free drains itself) a page goes to the buddy allocator at once (the
+/// bypass reuse distance); with PCPF_FREE_HIGH_BATCH (`g` = a batch) it waits on the list until
+/// the list holds a batch again and leaves with it, as a list of `g` pages draining `g`.
 fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> Dynamics {
     let g = flow.free_high_pages_per_event.max(u);
     let holds_per_event = if flow.kernel.era() == Era::BatchedFree {
@@ -384,7 +387,11 @@ fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> D
     } else {
         1.0
     };
-    let fh = reuse_distance(0.0, u, d.refill_pages, true);
+    let fh = if g > u {
+        reuse_distance(g, g, d.refill_pages, false)
+    } else {
+        reuse_distance(0.0, u, d.refill_pages, true)
+    };
     let mut segments: Vec<Segment> = d
         .reuse
         .segments
@@ -563,6 +570,27 @@ mod tests {
         assert_relative_eq!(pages, 1.0, epsilon = 1e-12);
         f.free_high_share = 1.5;
         assert!(dynamics(&f).is_err());
+    }
+
+    #[test]
+    fn a_free_high_drain_of_a_batch_keeps_pages_on_the_list_until_it_holds_one() {
+        // Every page drained early: with PCPF_FREE_HIGH_BATCH (drains of 64 pages of order 3)
+        // a page waits on the consumer's list for up to a batch of frees, then goes to the
+        // buddy allocator with the others; when each free drains itself (g = u = 8) it goes at
+        // once and only the producer's refill chunk spreads the distance.
+        let mut f = Flow::netperf_004(KernelVersion::new(6, 12), 2079);
+        f.free_high_share = 1.0;
+        f.free_high_pages_per_event = 64.0;
+        let batched = dynamics(&f).unwrap();
+        let r = batched.refill_pages;
+        let (lo, hi) = batched.reuse.range_pages();
+        assert_relative_eq!(lo, 0.0);
+        // 2 x 64 pages on the list and in the buddy stack, a refill chunk, one buried cycle.
+        assert_relative_eq!(hi, 2.0 * 64.0 + r + 64.0, epsilon = 1e-9);
+        f.free_high_pages_per_event = 8.0;
+        let each = dynamics(&f).unwrap();
+        assert_eq!(each.reuse.range_pages(), (0.0, 2.0 * r));
+        assert!(batched.reuse.mean_pages() > each.reuse.mean_pages() + 32.0);
     }
 
     #[test]
