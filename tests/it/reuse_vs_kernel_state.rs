@@ -20,6 +20,7 @@ fn simulate(
     order: u8,
     steps: usize,
     consumer_allocates: bool,
+    free_high_batch: bool,
 ) -> Vec<f64> {
     let limits = if version.era().auto_tunes_high() {
         PcpHigh::AutoTuned {
@@ -34,6 +35,7 @@ fn simulate(
         high: limits,
     };
     let mut consumer = PcpState::new(version, limits, None).unwrap();
+    consumer.flags.free_high_batch = free_high_batch;
     let mut producer = PcpState::new(version, limits, None).unwrap();
     let u = 1u64 << order;
     // Pages are ids; the buddy stack starts with a large reservoir of never-used pages.
@@ -77,7 +79,7 @@ fn simulate(
 }
 
 fn check(version: KernelVersion, high: u32, order: u8, consumer_allocates: bool) {
-    let sim = simulate(version, high, order, 60_000, consumer_allocates);
+    let sim = simulate(version, high, order, 60_000, consumer_allocates, false);
     assert!(!sim.is_empty());
     let mean_sim = sim.iter().sum::<f64>() / sim.len() as f64;
     let mut flow = Flow::netperf_004(version, high);
@@ -136,6 +138,39 @@ fn closed_form_matches_kernel_state_machine_on_6_7_order_0() {
 }
 
 #[test]
+fn free_high_drains_of_a_batch_match_the_kernel_state_machine() {
+    // 6.18, a pure consumer of order-3 blocks at a fixed high of 252 pages with
+    // PCPF_FREE_HIGH_BATCH (an LLC slice of more than 3 batches): free_high fires once the list
+    // holds a batch (8 blocks, 64 pages) and drains it whole, so a page waits on the list for
+    // up to 64 pages of frees, then goes through the buddy stack to the producer's refills of
+    // 7 blocks. The closed form takes that as a list of 64 pages draining 64 (simulated mean
+    // 112 pages, model 101).
+    let v = KernelVersion::new(6, 18);
+    let sim = simulate(v, 252, 3, 60_000, false, true);
+    let mean_sim = sim.iter().sum::<f64>() / sim.len() as f64;
+    let mut flow = Flow::netperf_004(v, 252);
+    flow.consumer_allocs_per_free = 0.0;
+    flow.free_high_share = 1.0;
+    flow.free_high_pages_per_event = 64.0;
+    let d = dynamics(&flow).unwrap();
+    // The tolerance of `check`: a third of a refill (the burial term) plus one block.
+    let tol = d.refill_pages / 3.0 + 8.0;
+    assert!(
+        (mean_sim - d.reuse.mean_pages()).abs() <= tol,
+        "simulated mean {mean_sim:.0} vs model {:.0} (tolerance {tol:.0})",
+        d.reuse.mean_pages()
+    );
+    // Without the flag every high-order free drains the list: the bypass (simulated mean 56
+    // pages, what the model gave with the flag until the batch residence was added).
+    let bypass = simulate(v, 252, 3, 60_000, false, false);
+    let mean_bypass = bypass.iter().sum::<f64>() / bypass.len() as f64;
+    assert!(
+        mean_bypass + 32.0 < mean_sim,
+        "{mean_bypass:.0} vs {mean_sim:.0}"
+    );
+}
+
+#[test]
 #[ignore]
 fn print_quantiles() {
     for (v, h, o, a) in [
@@ -147,7 +182,7 @@ fn print_quantiles() {
         ((5, 17), 640, 3, false),
         ((6, 7), 320, 0, false),
     ] {
-        let mut s = simulate(KernelVersion::new(v.0, v.1), h, o, 60_000, a);
+        let mut s = simulate(KernelVersion::new(v.0, v.1), h, o, 60_000, a, false);
         s.sort_by(f64::total_cmp);
         let q: Vec<String> = [0.0, 0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98, 1.0]
             .iter()
