@@ -34,10 +34,14 @@ to the machine's caches, then 2x and 4x what its L2 and LLC hold, at most 4 GiB)
 The ring's 32 KiB blocks are scattered by default, as the kernel's order-3 page frags are
 (--layout sequential lays them in address order, where prefetch streams across blocks).
 
+--from-json FILE fits an earlier run's samples again (its `--format json` output) without
+measuring: the costs per level as this version of the model fits them, for --machine.
+
 Examples:
   pcpmodel measure reuse --seconds 0.2
   pcpmodel measure reuse --realtime --repeats 10 --machine data/host/host-idle-2026-12-01.toml --output host-reuse.toml
-  pcpmodel measure reuse --machine data/host/host-idle-2026-12-01.toml --distances 64,4096,65536")]
+  pcpmodel measure reuse --machine data/host/host-idle-2026-12-01.toml --distances 64,4096,65536
+  pcpmodel measure reuse --from-json reuse.json --machine host.toml --output host.toml")]
 pub struct ReuseArgs {
     /// Writer and reader CPUs (default: a same-LLC pair).
     #[arg(long, value_delimiter = ',', value_parser = super::args::bounded::<u32>(&super::args::ranges::CPU_ID))]
@@ -76,6 +80,127 @@ pub struct ReuseArgs {
     /// --save-toml.
     #[arg(short = 'o', long, alias = "save-toml", value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// Fit the samples of an earlier run again (its `--format json` output) instead of
+    /// measuring: its distances, samples, c2c times, cached copy, CPUs and layout.
+    #[arg(long, value_name = "JSON")]
+    pub from_json: Option<std::path::PathBuf>,
+}
+
+/// The samples of an earlier `measure reuse --format json` run.
+struct Saved {
+    label: String,
+    writer: u32,
+    reader: u32,
+    repeats: usize,
+    layout: String,
+    offset: u8,
+    hot_ns: f64,
+    ring_pages: Vec<u64>,
+    samples: Vec<Vec<(f64, Option<f64>)>>,
+}
+
+/// Reads `path` (a `measure reuse --format json` document); errors name the file and field.
+fn read_saved(path: &std::path::Path) -> anyhow::Result<Saved> {
+    let label = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {label}: {e}"))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{label}: line {}, column {}: not JSON ({e}); give the output of `measure reuse --format json`",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let bad = |field: &str, what: &str| anyhow::anyhow!("{label}: field {field}: {what}");
+    let uint = |field: &str| {
+        v.get(field)
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| bad(field, "missing or not a whole number"))
+    };
+    let cpu = |field: &str| {
+        uint(field).and_then(|c| u32::try_from(c).map_err(|_| bad(field, "not a CPU number")))
+    };
+    let hot_ns = v
+        .get("hot_copy_ns_per_page")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| bad("hot_copy_ns_per_page", "missing or not a time >= 0"))?;
+    let rows = v
+        .get("rows")
+        .and_then(serde_json::Value::as_array)
+        .filter(|r| !r.is_empty() && r.len() <= 64)
+        .ok_or_else(|| bad("rows", "missing, empty or more than 64 distances"))?;
+    let mut ring_pages = Vec::new();
+    let mut samples = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let at = |f: &str| format!("rows[{i}].{f}");
+        let d = r
+            .get("distance_pages")
+            .and_then(serde_json::Value::as_u64)
+            .filter(|&d| d > 0 && d <= reuse::MAX_RING_BYTES / 4096)
+            .ok_or_else(|| bad(&at("distance_pages"), "missing or not a ring size in pages"))?;
+        let ns = r
+            .get("samples_ns_per_page")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad(&at("samples_ns_per_page"), "missing or not a list"))?;
+        let c2c = r
+            .get("samples_c2c_ns")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad(&at("samples_c2c_ns"), "missing or not a list"))?;
+        if ns.len() != c2c.len() {
+            return Err(bad(
+                &at("samples_c2c_ns"),
+                &format!("{} times but {} samples", c2c.len(), ns.len()),
+            ));
+        }
+        let mut s = Vec::new();
+        for (j, (t, c)) in ns.iter().zip(c2c).enumerate() {
+            let t = t
+                .as_f64()
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .ok_or_else(|| {
+                    bad(
+                        &format!("{}[{j}]", at("samples_ns_per_page")),
+                        "not a time > 0",
+                    )
+                })?;
+            let c = match c {
+                serde_json::Value::Null => None,
+                c => Some(
+                    c.as_f64()
+                        .filter(|c| c.is_finite() && *c > 0.0)
+                        .ok_or_else(|| {
+                            bad(
+                                &format!("{}[{j}]", at("samples_c2c_ns")),
+                                "not a time > 0 or null",
+                            )
+                        })?,
+                ),
+            };
+            s.push((t, c));
+        }
+        ring_pages.push(d);
+        samples.push(s);
+    }
+    Ok(Saved {
+        writer: cpu("writer_cpu")?,
+        reader: cpu("reader_cpu")?,
+        repeats: uint("repeats")? as usize,
+        layout: v
+            .get("layout")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("scattered")
+            .to_string(),
+        offset: v
+            .get("offset_bytes")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|o| u8::try_from(o).ok())
+            .unwrap_or(0),
+        hot_ns,
+        ring_pages,
+        samples,
+        label,
+    })
 }
 
 /// `--layout` values.
@@ -98,8 +223,14 @@ impl From<LayoutArg> for reuse::Layout {
 
 /// Runs `pcpmodel measure reuse`.
 pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
-    let cpus = host_cpus(std::path::Path::new("/"))?;
-    let (w, r) = super::measure_pcp::cpu_pair(args.cpus.as_deref(), &cpus, "writer,reader")?;
+    let saved = args.from_json.as_deref().map(read_saved).transpose()?;
+    let (w, r) = match &saved {
+        Some(s) => (s.writer, s.reader),
+        None => {
+            let cpus = host_cpus(std::path::Path::new("/"))?;
+            super::measure_pcp::cpu_pair(args.cpus.as_deref(), &cpus, "writer,reader")?
+        }
+    };
     if !(1..=100).contains(&args.repeats) {
         anyhow::bail!("--repeats {}: must be 1..=100", args.repeats);
     }
@@ -122,6 +253,55 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--distances: {d} pages: a distance is at least one page");
     }
     let mlp = pcpmodel::assumptions::value("netperf::mlp_lines", 10.0);
+    let (samples, ring_pages, hot, repeats, layout, offset) = match saved {
+        Some(s) => {
+            eprintln!(
+                "Fitting the {} distances of {} again (writer CPU {}, reader CPU {}); nothing is measured.",
+                s.ring_pages.len(),
+                s.label,
+                s.writer,
+                s.reader
+            );
+            (
+                s.samples,
+                s.ring_pages,
+                vec![s.hot_ns],
+                s.repeats,
+                s.layout,
+                s.offset,
+            )
+        }
+        None => {
+            let (samples, ring_pages, hot) = measure(&args, w, r, &distances)?;
+            let layout = match args.layout {
+                LayoutArg::Scattered => "scattered",
+                LayoutArg::Sequential => "sequential",
+            };
+            (
+                samples,
+                ring_pages,
+                hot,
+                args.repeats,
+                layout.to_string(),
+                args.offset,
+            )
+        }
+    };
+    let layout = layout.as_str();
+    fit_and_report(
+        &args, format, &machine, &h, w, r, mlp, samples, ring_pages, hot, repeats, layout, offset,
+    )
+}
+
+/// Per-distance samples (ns per page, c2c just before), the rings' sizes and the cached copy
+/// times of a run on this host.
+#[allow(clippy::type_complexity)]
+fn measure(
+    args: &ReuseArgs,
+    w: u32,
+    r: u32,
+    distances: &[u64],
+) -> anyhow::Result<(Vec<Vec<(f64, Option<f64>)>>, Vec<u64>, Vec<f64>)> {
     if let Some((la, running)) = pcpmodel::measure::latency::loadavg() {
         if la > 0.5 || running > 1 {
             eprintln!(
@@ -135,10 +315,6 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             eprintln!("Warning: SCHED_FIFO refused ({e}): running under time sharing");
         }
     }
-    let layout = match args.layout {
-        LayoutArg::Scattered => "scattered",
-        LayoutArg::Sequential => "sequential",
-    };
     let pb = super::progress_bar((distances.len() * args.repeats) as u64, false);
     // (ns per page, c2c one way just before) per distance.
     let mut samples: Vec<Vec<(f64, Option<f64>)>> = vec![Vec::new(); distances.len()];
@@ -172,6 +348,30 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
     }
     pb.finish_and_clear();
+    if args.realtime {
+        let _ = pcpmodel::measure::latency::set_fifo(false);
+    }
+    Ok((samples, ring_pages, hot))
+}
+
+/// Keeps the samples of the machine's placement, fits the costs per level and prints (and with
+/// --toml / --output writes) the result.
+#[allow(clippy::too_many_arguments)]
+fn fit_and_report(
+    args: &ReuseArgs,
+    format: Format,
+    machine: &Machine,
+    h: &Hierarchy,
+    w: u32,
+    r: u32,
+    mlp: f64,
+    samples: Vec<Vec<(f64, Option<f64>)>>,
+    ring_pages: Vec<u64>,
+    hot: Vec<f64>,
+    repeats: usize,
+    layout: &str,
+    offset: u8,
+) -> anyhow::Result<ExitCode> {
     // The samples of the placement the machine describes: the c2c mode nearest its
     // c2c_same_llc (on a VM the hypervisor may move the two vCPUs between cores of one LLC
     // and cores of two, and the second prices every level differently), unless the c2c times
@@ -212,14 +412,11 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
                 .collect()
         })
         .collect();
-    if args.realtime {
-        let _ = pcpmodel::measure::latency::set_fifo(false);
-    }
     let median = |v: &[f64]| pcpmodel::measure::Spread::of(v).map_or(f64::NAN, |s| s.median);
     let meas: Vec<f64> = kept.iter().map(|s| median(s)).collect();
     let model: Vec<_> = ring_pages
         .iter()
-        .map(|&d| page_access_cost(&h, &ReuseDist::uniform(d as f64, d as f64), 0.0, mlp))
+        .map(|&d| page_access_cost(h, &ReuseDist::uniform(d as f64, d as f64), 0.0, mlp))
         .collect();
     let first = meas.iter().position(|m| m.is_finite()).unwrap_or(0);
     let (m0, c0) = (meas[first], model[first].total_ns);
@@ -294,6 +491,14 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             "model_private_ns": c.private_ns, "model_llc_ns": c.llc_ns, "model_dram_ns": c.dram_ns}));
     }
     let date = pcpmodel::measure::today_utc();
+    // What made the samples: this run, or an earlier one fitted again.
+    let made = match &args.from_json {
+        Some(p) => format!(
+            "pcpmodel measure reuse --from-json {} on {date} (that run's samples fitted again)",
+            p.display()
+        ),
+        None => format!("pcpmodel measure reuse on {date}"),
+    };
     let c2c_note = target.map_or(String::new(), |m| format!(", c2c {m:.0} ns"));
     let levels_json = match &levels {
         Ok(f) => {
@@ -323,9 +528,9 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("no reuse costs to write: {e}"))?;
         let source = |j: usize| {
             format!(
-                "measured: pcpmodel measure reuse on {date}, writer CPU {w}, reader CPU {r}{c2c_note}, {layout} 32 KiB blocks; {} distances x {} repeats, medians less a {:.0} ns/page cached copy, non-negative least squares over the model's hit probabilities (residual RMS {:.0} ns/page; {:.1} distances' worth at this level)",
+                "measured: {made}, writer CPU {w}, reader CPU {r}{c2c_note}, {layout} 32 KiB blocks; {} distances x {} repeats, medians less a {:.0} ns/page cached copy, non-negative least squares over the model's hit probabilities (residual RMS {:.0} ns/page; {:.1} distances' worth at this level)",
                 measured.len(),
-                args.repeats,
+                repeats,
                 hot_ns,
                 f.residual_rms_ns,
                 f.support[j]
@@ -346,7 +551,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
                 pcpmodel::hw::provenance::Sourced::new(
                     k.round(),
                     format!(
-                        "measured: pcpmodel measure reuse on {date}: the LLC capacity whose hit probabilities fit the reuse times best (residual RMS {:.0} ns/page; {} at the nominal {nominal_kib} KiB), of 21 from the nominal size down to 1/32 of it",
+                        "measured: {made}: the LLC capacity whose hit probabilities fit the reuse times best (residual RMS {:.0} ns/page; {} at the nominal {nominal_kib} KiB), of 21 from the nominal size down to 1/32 of it",
                         f.residual_rms_ns,
                         nominal_rms.map_or("no fit".to_string(), |r| format!("{r:.0}"))
                     ),
@@ -357,8 +562,12 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
             anyhow::anyhow!("the measured reuse costs do not make a valid machine: {e}")
         })?;
         let text = format!(
-            "# reuse_ns_per_page measured by `pcpmodel measure reuse{}` on {date}.\n{}",
-            if args.realtime { " --realtime" } else { "" },
+            "# reuse_ns_per_page measured by {}.\n{}",
+            match &args.from_json {
+                Some(_) => made.clone(),
+                None if args.realtime => format!("`pcpmodel measure reuse --realtime` on {date}"),
+                None => format!("`pcpmodel measure reuse` on {date}"),
+            },
             m.to_toml_string()?
         );
         if let Some(path) = &args.output {
@@ -371,9 +580,10 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
     }
     let report = Report {
-        json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name, "layout": layout, "offset_bytes": args.offset,
+        json: json!({"writer_cpu": w, "reader_cpu": r, "machine": machine.name, "layout": layout, "offset_bytes": offset,
             "placements": modes, "placement_note": placement_note,
-            "seconds": args.seconds, "repeats": args.repeats, "mlp_lines": mlp,
+            "seconds": args.seconds, "repeats": repeats, "mlp_lines": mlp,
+            "from_json": args.from_json.as_ref().map(|p| p.display().to_string()),
             "hot_copy_ns_per_page": hot_ns, "levels": levels_json, "rows": rows,
             "llc_kib_nominal": nominal_kib, "llc_kib_fitted": llc_kib,
             "residual_rms_ns_at_nominal": nominal_rms}),

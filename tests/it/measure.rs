@@ -736,3 +736,84 @@ fn measure_reuse_toml_loads_back_and_prices_reuse() {
     // 8 pages in a 320-page, 20-way L2: the line survives with probability 1 - 1e-20 or so.
     assert!((c.total_ns - r.private.value).abs() <= 1e-3 * r.private.value.max(1.0));
 }
+
+/// `measure reuse --from-json` fits an earlier run's samples again without measuring: the
+/// samples behind a committed machine file give back the costs per level and the LLC share
+/// that file recorded from them (the file rounds to 0.1 ns), and a document that lacks what a
+/// fit needs is an error naming the file and the field.
+#[test]
+fn measure_reuse_from_json_fits_saved_samples_again() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let run = format!("{dir}/data/host/zen4-2026-12-06/reuse-near.json");
+    let machine = format!("{dir}/data/host/zen4-2026-12-06/host-near.toml");
+    let out = Command::new(BIN)
+        .args([
+            "measure",
+            "reuse",
+            "--from-json",
+            &run,
+            "--machine",
+            &machine,
+            "--toml",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let refit = pcpmodel::hw::machine::Machine::from_toml_str(&text, "refit.toml").unwrap();
+    let saved = pcpmodel::hw::machine::Machine::from_toml_str(
+        &std::fs::read_to_string(&machine).unwrap(),
+        "host-near.toml",
+    )
+    .unwrap();
+    let (a, b) = (
+        refit.reuse_ns_per_page.as_ref().unwrap(),
+        saved.reuse_ns_per_page.as_ref().unwrap(),
+    );
+    for ((name, x), (_, y)) in a.named().into_iter().zip(b.named()) {
+        assert!(
+            (x.value - y.value).abs() <= 0.051,
+            "{name}: {} vs {}",
+            x.value,
+            y.value
+        );
+        assert!(x.source.contains("--from-json"), "{name}: {}", x.source);
+    }
+    assert_eq!(
+        a.llc_kib.as_ref().map(|s| s.value),
+        b.llc_kib.as_ref().map(|s| s.value)
+    );
+    // A run without its cached copy time, and one that is not JSON.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("hot_copy_ns_per_page");
+    let cut = tmp.path().join("cut.json");
+    std::fs::write(&cut, v.to_string()).unwrap();
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"rows\": [\n").unwrap();
+    for (p, field) in [(&cut, "hot_copy_ns_per_page"), (&bad, "line 3")] {
+        let o = Command::new(BIN)
+            .args([
+                "measure",
+                "reuse",
+                "--machine",
+                "icelake-server",
+                "--from-json",
+            ])
+            .arg(p)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&p.display().to_string()) && err.contains(field),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
