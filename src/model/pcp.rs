@@ -118,6 +118,12 @@ pub struct Flow {
     /// skbs the network stack hands back to the allocating CPU) and reuses from its list head.
     /// Ignored when `same_cpu` is set (share 0).
     pub consumer_free_share: f64,
+    /// Blocks of each order (index = order) one message allocates when its frags have several
+    /// orders (an AF_UNIX write of 64 KiB is one block each of orders 3, 2, 1 and 0,
+    /// [`crate::kernel::skb::unix_stream_write_orders`]); all 0 for a flow of blocks of `order`
+    /// alone. The reuse distance is then the page-weighted mixture of each order's, whose
+    /// refill chunks last as many messages as they hold blocks.
+    pub frag_blocks: [u16; 11],
 }
 
 fn ser_version<S: serde::Serializer>(
@@ -147,6 +153,7 @@ impl Flow {
             free_high_pages_per_event: 0.0,
             same_cpu: false,
             consumer_free_share: 1.0,
+            frag_blocks: [0; 11],
         }
     }
 
@@ -210,6 +217,49 @@ impl Dynamics {
 
 /// Derives drain size, refill size, lock holds per page and the reuse distance of `flow`.
 pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
+    let orders: Vec<u32> = (0..11u32)
+        .filter(|&o| flow.frag_blocks[o as usize] > 0)
+        .collect();
+    if orders.len() < 2 {
+        return order_dynamics(flow, 1.0);
+    }
+    // A message allocates n_o blocks of order o: per page of the flow, an order-o page comes
+    // w_o = n_o 2^o / message pages of the time, and its refill chunk of R_o pages lasts
+    // R_o / w_o pages of the flow. The consumer's list (its drains, free_high) holds every
+    // order alike.
+    let pages = |o: u32| f64::from(flow.frag_blocks[o as usize]) * f64::from(1u32 << o);
+    let msg: f64 = orders.iter().map(|&o| pages(o)).sum();
+    let principal = order_dynamics(flow, 1.0)?;
+    let mut segments = Vec::new();
+    let mut drain_kinds = Vec::new();
+    let mut refill_holds_per_page = 0.0;
+    for &o in &orders {
+        let w = pages(o) / msg;
+        let mut f = *flow;
+        f.order = o;
+        let d = order_dynamics(&f, 1.0 / w)?;
+        segments.extend(d.reuse.segments.iter().map(|g| Segment {
+            weight: g.weight * w,
+            ..*g
+        }));
+        drain_kinds.extend(d.drain_kinds.iter().map(|&(k, size)| (k * w, size)));
+        refill_holds_per_page += w * d.refill_holds_per_page;
+    }
+    Ok(Dynamics {
+        drain_kinds,
+        refill_holds_per_page,
+        reuse: ReuseDist { segments },
+        regime: format!(
+            "{}; a message is frags of orders {orders:?}: reuse distances mixed by pages",
+            principal.regime
+        ),
+        ..principal
+    })
+}
+
+/// [`dynamics`] for blocks of `flow.order`, whose refill chunks last `refill_time` times their
+/// pages of the consumer's frees (1 for a flow of that order alone).
+fn order_dynamics(flow: &Flow, refill_time: f64) -> Result<Dynamics> {
     flow.check()?;
     let u = f64::from(1u32 << flow.order);
     let b = f64::from(flow.batch_pages);
@@ -306,7 +356,7 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
         reuse_distance(
             if bypass { 0.0 } else { h },
             drain_pages,
-            refill_pages,
+            refill_pages * refill_time,
             bypass,
         )
     };
@@ -329,7 +379,7 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
     let d = if bypass || phi <= 0.0 {
         d
     } else {
-        with_free_high_share(d, phi, flow, u, b)
+        with_free_high_share(d, phi, flow, u, b, refill_time)
     };
     let s = flow.consumer_free_share;
     if flow.same_cpu || s >= 1.0 {
@@ -380,17 +430,25 @@ fn with_consumer_share(d: Dynamics, s: f64, u: f64) -> Dynamics {
 /// (`g = u`: each high-order free drains itself) a page goes to the buddy allocator at once (the
 /// bypass reuse distance); with PCPF_FREE_HIGH_BATCH (`g` = a batch) it waits on the list until
 /// the list holds a batch again and leaves with it, as a list of `g` pages draining `g`.
-fn with_free_high_share(d: Dynamics, phi: f64, flow: &Flow, u: f64, b: f64) -> Dynamics {
+fn with_free_high_share(
+    d: Dynamics,
+    phi: f64,
+    flow: &Flow,
+    u: f64,
+    b: f64,
+    refill_time: f64,
+) -> Dynamics {
     let g = flow.free_high_pages_per_event.max(u);
     let holds_per_event = if flow.kernel.era() == Era::BatchedFree {
         (g / b).ceil().max(1.0)
     } else {
         1.0
     };
+    let r = d.refill_pages * refill_time;
     let fh = if g > u {
-        reuse_distance(g, g, d.refill_pages, false)
+        reuse_distance(g, g, r, false)
     } else {
-        reuse_distance(0.0, u, d.refill_pages, true)
+        reuse_distance(0.0, u, r, true)
     };
     let mut segments: Vec<Segment> = d
         .reuse
@@ -591,6 +649,36 @@ mod tests {
         let each = dynamics(&f).unwrap();
         assert_eq!(each.reuse.range_pages(), (0.0, 2.0 * r));
         assert!(batched.reuse.mean_pages() > each.reuse.mean_pages() + 32.0);
+    }
+
+    #[test]
+    fn a_message_of_several_frag_orders_mixes_their_distances_by_pages() {
+        // A 64 KiB AF_UNIX write: one block each of orders 3, 2, 1 and 0 (15 pages). Each
+        // order's share of the reuse distance is its share of the pages; an order's refill
+        // chunk lasts as many writes as it holds blocks, so the lower orders are reused later.
+        let mut f = Flow::netperf_004(KernelVersion::new(6, 18), 252);
+        f.consumer_allocs_per_free = 0.0;
+        f.free_high_share = 1.0;
+        f.free_high_pages_per_event = 64.0;
+        let alone = dynamics(&f).unwrap();
+        f.frag_blocks = [1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0];
+        let mixed = dynamics(&f).unwrap();
+        let w: f64 = mixed.reuse.segments.iter().map(|s| s.weight).sum();
+        assert_relative_eq!(w, 1.0, epsilon = 1e-12);
+        assert!(mixed.reuse.mean_pages() > 2.0 * alone.reuse.mean_pages());
+        // The order-0 part: a refill of R0 pages lasts 15 R0 pages of the flow.
+        let mut f0 = f;
+        f0.order = 0;
+        f0.frag_blocks = [0; 11];
+        let r0 = dynamics(&f0).unwrap().refill_pages;
+        assert!(
+            mixed.reuse.range_pages().1 >= 15.0 * r0,
+            "{:?}",
+            mixed.reuse.range_pages()
+        );
+        // One order alone is the plain flow.
+        f.frag_blocks = [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(dynamics(&f).unwrap(), alone);
     }
 
     #[test]

@@ -158,6 +158,22 @@ struct Setup {
     /// them when the kernel hands read skbs back to the allocating CPU,
     /// [`crate::kernel::skb::free_site`]).
     receiver_share: f64,
+    /// Blocks of each order a message's frags take ([`frag_blocks`]).
+    frag_blocks: [u16; 11],
+}
+
+/// Blocks of each order one message allocates when the file's write is frags of several
+/// orders (`params.af_unix_write_bytes`); all 0 otherwise (blocks of `op.order`).
+fn frag_blocks(w: &WorkloadSpec) -> [u16; 11] {
+    let mut n = [0u16; 11];
+    if let Some((_, orders)) = af_unix_write_orders(w) {
+        for o in orders {
+            if let Some(c) = n.get_mut(usize::from(o)) {
+                *c = c.saturating_add(1);
+            }
+        }
+    }
+    n
 }
 
 impl Setup {
@@ -173,6 +189,7 @@ impl Setup {
         }
         model.flow.free_high = self.free_high;
         model.flow.consumer_free_share = self.receiver_share;
+        model.flow.frag_blocks = self.frag_blocks;
         model.flow.same_cpu = self.receiver_share <= 0.0;
         if model.flow.same_cpu {
             // The sender frees what it allocates: its frees and allocations interleave, so
@@ -363,6 +380,7 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         high: k.high,
         sharers: llc_sharers(machine, running, nodes),
         receiver_share,
+        frag_blocks: frag_blocks(w),
     };
     let model = setup.model(machine)?;
     let high = kernel_high(machine, &model)?;
@@ -832,7 +850,7 @@ impl Kind for ProducerConsumer {
         });
         if let Some((bytes, orders)) = af_unix_write_orders(w) {
             notes.push(format!(
-                "not modelled here: a {bytes} B write() on an AF_UNIX stream is frags of orders {orders:?} (crate::kernel::skb), not blocks of order {}; this kind's steady state moves blocks of one order, while the time-stepped pair flow of the Huang validation (crate::model::autotune::PairFlow) moves the frags",
+                "a {bytes} B write() on an AF_UNIX stream is frags of orders {orders:?} (crate::kernel::skb): the reuse distance and the zone->lock holds per page mix each order's by its pages (an order's refill chunk lasts as many writes as it holds blocks); the drain and refill sizes shown are order {}'s",
                 model.flow.order
             ));
         }
@@ -948,6 +966,7 @@ impl Kind for ProducerConsumer {
                 &Knobs::default(),
                 free_site_of(w, &Knobs::default(), w.reference_kernel()?).0,
             )?,
+            frag_blocks: frag_blocks(w),
         };
         Ok(Some(Box::new(setup.model(m)?)))
     }
