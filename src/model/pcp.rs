@@ -204,6 +204,11 @@ pub struct Dynamics {
     pub refill_holds_per_page: f64,
     /// Reuse distance distribution, base pages touched by the consumer between free and reuse.
     pub reuse: ReuseDist,
+    /// Age of a block when a drain returns it to the buddy allocator: base pages the consumer
+    /// freed since it freed the block (how long its struct page sat on the list untouched).
+    pub drain_age: ReuseDist,
+    /// Blocks drained per base page of the flow.
+    pub drained_blocks_per_page: f64,
     /// Which rule applied, in words.
     pub regime: String,
 }
@@ -233,6 +238,7 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
     let mut segments = Vec::new();
     let mut drain_kinds = Vec::new();
     let mut refill_holds_per_page = 0.0;
+    let mut per_order = Vec::new();
     for &o in &orders {
         let w = pages(o) / msg;
         let mut f = *flow;
@@ -244,10 +250,28 @@ pub fn dynamics(flow: &Flow) -> Result<Dynamics> {
         }));
         drain_kinds.extend(d.drain_kinds.iter().map(|&(k, size)| (k * w, size)));
         refill_holds_per_page += w * d.refill_holds_per_page;
+        per_order.push((w * d.drained_blocks_per_page, d.drain_age));
     }
+    // Drained blocks per page, and their ages weighted by blocks.
+    let blocks: f64 = per_order.iter().map(|x| x.0).sum();
+    let age = per_order
+        .iter()
+        .flat_map(|(n, a)| {
+            a.segments.iter().map(move |g| Segment {
+                weight: if blocks > 0.0 {
+                    g.weight * n / blocks
+                } else {
+                    0.0
+                },
+                ..*g
+            })
+        })
+        .collect();
     Ok(Dynamics {
         drain_kinds,
         refill_holds_per_page,
+        drained_blocks_per_page: blocks,
+        drain_age: ReuseDist { segments: age },
         reuse: ReuseDist { segments },
         regime: format!(
             "{}; a message is frags of orders {orders:?}: reuse distances mixed by pages",
@@ -364,6 +388,14 @@ fn order_dynamics(flow: &Flow, refill_time: f64) -> Result<Dynamics> {
     // takes zone->lock (1 refill and 0 drains in 17,790 order-3 allocations of a UDP stream
     // whose sender freed its own pages, data/host/flows/trace-udp-defer64-2026-12-04.json).
     let lock_share = if flow.same_cpu { 0.0 } else { 1.0 };
+    // A drain takes the Δ oldest pages of a list of `high`: ages high − Δ + U[0, Δ); the
+    // bypass drains each block as it is freed.
+    let drain_age = if bypass {
+        ReuseDist::uniform(0.0, 0.0)
+    } else {
+        let lo = (h - drain_pages).max(0.0);
+        ReuseDist::uniform(lo, lo + drain_pages)
+    };
     let d = Dynamics {
         drain_pages,
         refill_pages,
@@ -373,6 +405,8 @@ fn order_dynamics(flow: &Flow, refill_time: f64) -> Result<Dynamics> {
         )],
         refill_holds_per_page: lock_share / refill_pages,
         reuse,
+        drain_age,
+        drained_blocks_per_page: lock_share / u,
         regime,
     };
     let phi = flow.free_high_share;
@@ -413,6 +447,7 @@ fn with_consumer_share(d: Dynamics, s: f64, u: f64) -> Dynamics {
             .map(|&(holds_per_page, size)| (s * holds_per_page, size))
             .collect(),
         refill_holds_per_page: s * d.refill_holds_per_page,
+        drained_blocks_per_page: s * d.drained_blocks_per_page,
         reuse: ReuseDist { segments },
         regime: format!(
             "{}; the consumer frees {:.0} % of the pages, the producer the rest on its own list",
@@ -477,10 +512,35 @@ fn with_free_high_share(
             g / holds_per_event,
         )))
         .collect();
+    // Drained blocks by kind: the ordinary drains' at their ages, free_high's after waiting
+    // for a batch (g > u) or at once.
+    let ordinary = (1.0 - phi) * d.drained_blocks_per_page;
+    let early = phi / u;
+    let blocks = ordinary + early;
+    let fh_age = if g > u {
+        ReuseDist::uniform(0.0, g)
+    } else {
+        ReuseDist::uniform(0.0, 0.0)
+    };
+    let mut age: Vec<Segment> = Vec::new();
+    if blocks > 0.0 {
+        age.extend(d.drain_age.segments.iter().map(|s| Segment {
+            weight: s.weight * ordinary / blocks,
+            ..*s
+        }));
+        age.extend(fh_age.segments.iter().map(|s| Segment {
+            weight: s.weight * early / blocks,
+            ..*s
+        }));
+    } else {
+        age = fh_age.segments;
+    }
     Dynamics {
         drain_kinds,
         refill_holds_per_page: d.refill_holds_per_page + same_refill,
         reuse: ReuseDist { segments },
+        drain_age: ReuseDist { segments: age },
+        drained_blocks_per_page: blocks,
         regime: format!(
             "{}; free_high drains {:.3} of the pages early ({} pages per drain)",
             d.regime,
@@ -679,6 +739,28 @@ mod tests {
         // One order alone is the plain flow.
         f.frag_blocks = [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(dynamics(&f).unwrap(), alone);
+    }
+
+    #[test]
+    fn a_drained_block_is_as_old_as_the_list_it_waited_on() {
+        // 5.17, order 3, high 2079, the consumer allocating (drains of a batch of 63 pages):
+        // a drain takes the 63 oldest pages, freed 2016-2079 pages before, one block per 8
+        // pages; free_high drains of a batch are at most a batch old; the same CPU drains none.
+        let mut f = Flow::netperf_004(KernelVersion::new(5, 17), 2079);
+        f.consumer_allocs_per_free = 1.0;
+        let d = dynamics(&f).unwrap();
+        let (lo, hi) = d.drain_age.range_pages();
+        assert_relative_eq!(hi - lo, d.drain_pages, epsilon = 1e-9);
+        assert_relative_eq!(hi, 2079.0, epsilon = 1e-9);
+        assert_relative_eq!(d.drained_blocks_per_page, 1.0 / 8.0);
+        let mut g = Flow::netperf_004(KernelVersion::new(6, 18), 252);
+        g.consumer_allocs_per_free = 0.0;
+        g.free_high_share = 1.0;
+        g.free_high_pages_per_event = 64.0;
+        assert_eq!(dynamics(&g).unwrap().drain_age.range_pages(), (0.0, 64.0));
+        g.same_cpu = true;
+        g.free_high_share = 0.0;
+        assert_eq!(dynamics(&g).unwrap().drained_blocks_per_page, 0.0);
     }
 
     #[test]

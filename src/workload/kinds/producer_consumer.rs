@@ -717,6 +717,7 @@ impl Kind for ProducerConsumer {
                 ("lines in the LLC", e.llc_ns),
                 ("lines from DRAM", e.dram_ns),
                 ("zone->lock / free-list transfers", e.lock_ns),
+                ("struct pages of drained blocks", e.struct_page_ns),
                 (
                     "zone->lock queueing behind other pairs",
                     e.ns_per_op * (slow - 1.0),
@@ -773,6 +774,7 @@ impl Kind for ProducerConsumer {
                 "llc_ns": e.llc_ns,
                 "dram_ns": e.dram_ns,
                 "lock_ns": e.lock_ns,
+                "struct_page_ns": e.struct_page_ns,
                 "queue_ns": e.ns_per_op * (slow - 1.0),
             },
             "hit_probabilities": e.probs,
@@ -894,6 +896,7 @@ impl Kind for ProducerConsumer {
             ("llc_ns".to_string(), e.llc_ns),
             ("dram_ns".to_string(), e.dram_ns),
             ("lock_ns".to_string(), e.lock_ns),
+            ("struct_page_ns".to_string(), e.struct_page_ns),
             ("queue_ns".to_string(), e.ns_per_op * (slow - 1.0)),
             ("queue_slowdown".to_string(), slow),
             ("zone_lock_utilisation".to_string(), q.utilisation),
