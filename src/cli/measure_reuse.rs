@@ -86,120 +86,121 @@ pub struct ReuseArgs {
     pub from_json: Option<std::path::PathBuf>,
 }
 
-/// The samples of an earlier `measure reuse --format json` run.
-struct Saved {
-    label: String,
+/// The samples of one run, measured now or read back ([`read_saved`]): what the fit needs.
+struct Run {
     writer: u32,
     reader: u32,
     repeats: usize,
     layout: String,
     offset: u8,
-    hot_ns: f64,
+    /// Times of the copy between cached buffers, ns per page (one per round).
+    hot_ns: Vec<f64>,
+    /// The rings' sizes, pages.
     ring_pages: Vec<u64>,
+    /// Per ring: (ns per page, c2c one way just before) of each sample.
     samples: Vec<Vec<(f64, Option<f64>)>>,
 }
 
+/// The fields of a `measure reuse --format json` document that [`read_saved`] reads.
+#[derive(serde::Deserialize)]
+struct SavedDoc {
+    writer_cpu: u32,
+    reader_cpu: u32,
+    repeats: usize,
+    #[serde(default = "scattered")]
+    layout: String,
+    #[serde(default)]
+    offset_bytes: u8,
+    hot_copy_ns_per_page: f64,
+    rows: Vec<SavedRow>,
+}
+
+/// One distance of a [`SavedDoc`].
+#[derive(serde::Deserialize)]
+struct SavedRow {
+    distance_pages: u64,
+    samples_ns_per_page: Vec<f64>,
+    samples_c2c_ns: Vec<Option<f64>>,
+}
+
+fn scattered() -> String {
+    "scattered".into()
+}
+
 /// Reads `path` (a `measure reuse --format json` document); errors name the file and field.
-fn read_saved(path: &std::path::Path) -> anyhow::Result<Saved> {
+fn read_saved(path: &std::path::Path) -> anyhow::Result<Run> {
     let label = path.display().to_string();
     let text =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {label}: {e}"))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{label}: line {}, column {}: not JSON ({e}); give the output of `measure reuse --format json`",
-            e.line(),
-            e.column()
-        )
+    let d: SavedDoc = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!("{label}: {e}; give the output of `measure reuse --format json`")
     })?;
     let bad = |field: &str, what: &str| anyhow::anyhow!("{label}: field {field}: {what}");
-    let uint = |field: &str| {
-        v.get(field)
-            .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| bad(field, "missing or not a whole number"))
-    };
-    let cpu = |field: &str| {
-        uint(field).and_then(|c| u32::try_from(c).map_err(|_| bad(field, "not a CPU number")))
-    };
-    let hot_ns = v
-        .get("hot_copy_ns_per_page")
-        .and_then(serde_json::Value::as_f64)
-        .filter(|x| x.is_finite() && *x >= 0.0)
-        .ok_or_else(|| bad("hot_copy_ns_per_page", "missing or not a time >= 0"))?;
-    let rows = v
-        .get("rows")
-        .and_then(serde_json::Value::as_array)
-        .filter(|r| !r.is_empty() && r.len() <= 64)
-        .ok_or_else(|| bad("rows", "missing, empty or more than 64 distances"))?;
-    let mut ring_pages = Vec::new();
-    let mut samples = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let at = |f: &str| format!("rows[{i}].{f}");
-        let d = r
-            .get("distance_pages")
-            .and_then(serde_json::Value::as_u64)
-            .filter(|&d| d > 0 && d <= reuse::MAX_RING_BYTES / 4096)
-            .ok_or_else(|| bad(&at("distance_pages"), "missing or not a ring size in pages"))?;
-        let ns = r
-            .get("samples_ns_per_page")
-            .and_then(serde_json::Value::as_array)
-            .ok_or_else(|| bad(&at("samples_ns_per_page"), "missing or not a list"))?;
-        let c2c = r
-            .get("samples_c2c_ns")
-            .and_then(serde_json::Value::as_array)
-            .ok_or_else(|| bad(&at("samples_c2c_ns"), "missing or not a list"))?;
-        if ns.len() != c2c.len() {
+    let time = |t: f64| t.is_finite() && t > 0.0;
+    if !(d.hot_copy_ns_per_page.is_finite() && d.hot_copy_ns_per_page >= 0.0) {
+        return Err(bad("hot_copy_ns_per_page", "not a time >= 0"));
+    }
+    if d.rows.is_empty() || d.rows.len() > 64 {
+        return Err(bad("rows", "empty or more than 64 distances"));
+    }
+    for (i, r) in d.rows.iter().enumerate() {
+        if r.distance_pages == 0 || r.distance_pages > reuse::MAX_RING_BYTES / 4096 {
             return Err(bad(
-                &at("samples_c2c_ns"),
-                &format!("{} times but {} samples", c2c.len(), ns.len()),
+                &format!("rows[{i}].distance_pages"),
+                "not a ring size in pages",
             ));
         }
-        let mut s = Vec::new();
-        for (j, (t, c)) in ns.iter().zip(c2c).enumerate() {
-            let t = t
-                .as_f64()
-                .filter(|t| t.is_finite() && *t > 0.0)
-                .ok_or_else(|| {
-                    bad(
-                        &format!("{}[{j}]", at("samples_ns_per_page")),
-                        "not a time > 0",
-                    )
-                })?;
-            let c = match c {
-                serde_json::Value::Null => None,
-                c => Some(
-                    c.as_f64()
-                        .filter(|c| c.is_finite() && *c > 0.0)
-                        .ok_or_else(|| {
-                            bad(
-                                &format!("{}[{j}]", at("samples_c2c_ns")),
-                                "not a time > 0 or null",
-                            )
-                        })?,
+        if r.samples_ns_per_page.len() != r.samples_c2c_ns.len() {
+            return Err(bad(
+                &format!("rows[{i}].samples_c2c_ns"),
+                &format!(
+                    "{} times but {} samples",
+                    r.samples_c2c_ns.len(),
+                    r.samples_ns_per_page.len()
                 ),
-            };
-            s.push((t, c));
+            ));
         }
-        ring_pages.push(d);
-        samples.push(s);
+        if let Some(j) = r.samples_ns_per_page.iter().position(|&t| !time(t)) {
+            return Err(bad(
+                &format!("rows[{i}].samples_ns_per_page[{j}]"),
+                "not a time > 0",
+            ));
+        }
+        if let Some(j) = r
+            .samples_c2c_ns
+            .iter()
+            .position(|c| c.is_some_and(|c| !time(c)))
+        {
+            return Err(bad(
+                &format!("rows[{i}].samples_c2c_ns[{j}]"),
+                "not a time > 0 or null",
+            ));
+        }
     }
-    Ok(Saved {
-        writer: cpu("writer_cpu")?,
-        reader: cpu("reader_cpu")?,
-        repeats: uint("repeats")? as usize,
-        layout: v
-            .get("layout")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("scattered")
-            .to_string(),
-        offset: v
-            .get("offset_bytes")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|o| u8::try_from(o).ok())
-            .unwrap_or(0),
-        hot_ns,
-        ring_pages,
-        samples,
-        label,
+    eprintln!(
+        "Fitting the {} distances of {label} again (writer CPU {}, reader CPU {}); nothing is measured.",
+        d.rows.len(),
+        d.writer_cpu,
+        d.reader_cpu
+    );
+    Ok(Run {
+        writer: d.writer_cpu,
+        reader: d.reader_cpu,
+        repeats: d.repeats,
+        layout: d.layout,
+        offset: d.offset_bytes,
+        hot_ns: vec![d.hot_copy_ns_per_page],
+        ring_pages: d.rows.iter().map(|r| r.distance_pages).collect(),
+        samples: d
+            .rows
+            .into_iter()
+            .map(|r| {
+                r.samples_ns_per_page
+                    .into_iter()
+                    .zip(r.samples_c2c_ns)
+                    .collect()
+            })
+            .collect(),
     })
 }
 
@@ -253,55 +254,15 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--distances: {d} pages: a distance is at least one page");
     }
     let mlp = pcpmodel::assumptions::value("netperf::mlp_lines", 10.0);
-    let (samples, ring_pages, hot, repeats, layout, offset) = match saved {
-        Some(s) => {
-            eprintln!(
-                "Fitting the {} distances of {} again (writer CPU {}, reader CPU {}); nothing is measured.",
-                s.ring_pages.len(),
-                s.label,
-                s.writer,
-                s.reader
-            );
-            (
-                s.samples,
-                s.ring_pages,
-                vec![s.hot_ns],
-                s.repeats,
-                s.layout,
-                s.offset,
-            )
-        }
-        None => {
-            let (samples, ring_pages, hot) = measure(&args, w, r, &distances)?;
-            let layout = match args.layout {
-                LayoutArg::Scattered => "scattered",
-                LayoutArg::Sequential => "sequential",
-            };
-            (
-                samples,
-                ring_pages,
-                hot,
-                args.repeats,
-                layout.to_string(),
-                args.offset,
-            )
-        }
+    let run = match saved {
+        Some(s) => s,
+        None => measure(&args, w, r, &distances)?,
     };
-    let layout = layout.as_str();
-    fit_and_report(
-        &args, format, &machine, &h, w, r, mlp, samples, ring_pages, hot, repeats, layout, offset,
-    )
+    fit_and_report(&args, format, &machine, &h, mlp, run)
 }
 
-/// Per-distance samples (ns per page, c2c just before), the rings' sizes and the cached copy
-/// times of a run on this host.
-#[allow(clippy::type_complexity)]
-fn measure(
-    args: &ReuseArgs,
-    w: u32,
-    r: u32,
-    distances: &[u64],
-) -> anyhow::Result<(Vec<Vec<(f64, Option<f64>)>>, Vec<u64>, Vec<f64>)> {
+/// A run on this host: the writer on `w`, the reader on `r`, each of `distances`.
+fn measure(args: &ReuseArgs, w: u32, r: u32, distances: &[u64]) -> anyhow::Result<Run> {
     if let Some((la, running)) = pcpmodel::measure::latency::loadavg() {
         if la > 0.5 || running > 1 {
             eprintln!(
@@ -351,27 +312,43 @@ fn measure(
     if args.realtime {
         let _ = pcpmodel::measure::latency::set_fifo(false);
     }
-    Ok((samples, ring_pages, hot))
+    Ok(Run {
+        writer: w,
+        reader: r,
+        repeats: args.repeats,
+        layout: match args.layout {
+            LayoutArg::Scattered => "scattered",
+            LayoutArg::Sequential => "sequential",
+        }
+        .into(),
+        offset: args.offset,
+        hot_ns: hot,
+        ring_pages,
+        samples,
+    })
 }
 
 /// Keeps the samples of the machine's placement, fits the costs per level and prints (and with
 /// --toml / --output writes) the result.
-#[allow(clippy::too_many_arguments)]
 fn fit_and_report(
     args: &ReuseArgs,
     format: Format,
     machine: &Machine,
     h: &Hierarchy,
-    w: u32,
-    r: u32,
     mlp: f64,
-    samples: Vec<Vec<(f64, Option<f64>)>>,
-    ring_pages: Vec<u64>,
-    hot: Vec<f64>,
-    repeats: usize,
-    layout: &str,
-    offset: u8,
+    run: Run,
 ) -> anyhow::Result<ExitCode> {
+    let Run {
+        writer: w,
+        reader: r,
+        repeats,
+        layout,
+        offset,
+        hot_ns: hot,
+        ring_pages,
+        samples,
+    } = run;
+    let layout = layout.as_str();
     // The samples of the placement the machine describes: the c2c mode nearest its
     // c2c_same_llc (on a VM the hypervisor may move the two vCPUs between cores of one LLC
     // and cores of two, and the second prices every level differently), unless the c2c times

@@ -746,8 +746,8 @@ fn measure_reuse_from_json_fits_saved_samples_again() {
     let dir = env!("CARGO_MANIFEST_DIR");
     let run = format!("{dir}/data/host/zen4-2026-12-06/reuse-near.json");
     let machine = format!("{dir}/data/host/zen4-2026-12-06/host-near.toml");
-    let out = Command::new(BIN)
-        .args([
+    let (code, text, err) = crate::common::run(
+        &[
             "measure",
             "reuse",
             "--from-json",
@@ -755,15 +755,10 @@ fn measure_reuse_from_json_fits_saved_samples_again() {
             "--machine",
             &machine,
             "--toml",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        Path::new(dir),
     );
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code, 0, "{err}");
     let refit = pcpmodel::hw::machine::Machine::from_toml_str(&text, "refit.toml").unwrap();
     let saved = pcpmodel::hw::machine::Machine::from_toml_str(
         &std::fs::read_to_string(&machine).unwrap(),
@@ -797,23 +792,20 @@ fn measure_reuse_from_json_fits_saved_samples_again() {
     let bad = tmp.path().join("bad.json");
     std::fs::write(&bad, "{\n  \"rows\": [\n").unwrap();
     for (p, field) in [(&cut, "hot_copy_ns_per_page"), (&bad, "line 3")] {
-        let o = Command::new(BIN)
-            .args([
+        let path = p.display().to_string();
+        let (code, _, err) = crate::common::run(
+            &[
                 "measure",
                 "reuse",
                 "--machine",
                 "icelake-server",
                 "--from-json",
-            ])
-            .arg(p)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(&p.display().to_string()) && err.contains(field),
-            "{err}"
+                &path,
+            ],
+            tmp.path(),
         );
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(&path) && err.contains(field), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
 }
