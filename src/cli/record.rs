@@ -202,6 +202,12 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
             s.meta.sysctl.get(name).map_or("unset".to_string(), |x| x.to_string())
         ));
     }
+    if s.frees_direct > 0 {
+        notes.push(format!(
+            "{} frees came in interrupt context while their CPU's pcp lock was held: they went to the buddy allocator past the lists (`b` lines).",
+            s.frees_direct
+        ));
+    }
     let lost: u64 = s.end.cpus.values().map(|c| c.lost).sum();
     if lost > 0 {
         notes.push(format!(
@@ -216,7 +222,7 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
     let report = Report {
         json: json!({"output": s.output, "bytes": s.bytes, "meta": s.meta, "end": s.end,
             "command_status": s.command_status, "skipped_lines": s.skipped_lines,
-            "direct_zone_locked": s.direct_zone_locked}),
+            "direct_zone_locked": s.direct_zone_locked, "frees_direct": s.frees_direct}),
         tables: vec![t],
         notes,
     };

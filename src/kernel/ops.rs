@@ -826,6 +826,25 @@ impl PcpState {
         Ok(step)
     }
 
+    /// What writing `vm.stat_refresh` until nothing moves does to an idle pageset (>= 6.7):
+    /// `decay_pcp_high()` again and again, until the live high is at `high_min` and the lists
+    /// hold no more than it (at most `max_ticks` times). Returns the pages drained. `pcpmodel
+    /// record` settles the pagesets so before each recording; a replay at another setting
+    /// starts from the lists that setting leaves. No-op (0) on <= 6.6, which has no decay.
+    pub fn settle(&mut self, max_ticks: u32) -> u32 {
+        if !self.era.auto_tunes_high() {
+            return 0;
+        }
+        let before = self.count_pages;
+        for _ in 0..max_ticks {
+            match self.decay_pcp_high() {
+                Ok(step) if step.todo => {}
+                _ => break,
+            }
+        }
+        before.saturating_sub(self.count_pages)
+    }
+
     /// `drain_pages_zone()`: empties the pageset. <= 6.6 in one hold; >= 6.7 in holds of at
     /// most `batch << CONFIG_PCP_BATCH_SCALE_MAX` pages.
     pub fn drain_pages_zone(&mut self) -> Vec<u32> {

@@ -119,7 +119,8 @@ pub fn pair_shape<R: BufRead>(mut r: FlowReader<R>, label: &str) -> Result<PairS
                         *c.allocs_by_order.entry(order).or_default() += n;
                         *c.alloc_pages_by_order.entry(order).or_default() += n << order;
                     }
-                    Op::Free => {
+                    // Who frees: a direct free is this CPU's as much as one to its lists.
+                    Op::Free | Op::FreeDirect => {
                         c.run += n << order;
                         *c.frees_by_order.entry(order).or_default() += n;
                     }

@@ -287,6 +287,10 @@ fn replayed_limits(
     Ok(l)
 }
 
+/// `decay_pcp_high()` calls a replay at another setting makes at most to settle a pageset (as
+/// `record`'s `vm.stat_refresh` writes; each drains at most `batch << scale` pages).
+const SETTLE_TICKS: u32 = 4096;
+
 /// Replays the flow file at `path` (text or gzip), its pagesets starting as recorded.
 pub fn replay_file(path: &std::path::Path, s: &ReplaySettings) -> Result<Replay> {
     replay_file_from(path, s, None)
@@ -390,6 +394,8 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
                         p.max_deficit = p.max_deficit.max(p.deficit);
                     }
                     Op::Free => p.deficit = p.deficit.saturating_sub(n),
+                    // Past the lists: the list's deficit stays.
+                    Op::FreeDirect => {}
                 }
             }
             FlowLine::Refill {
@@ -440,6 +446,7 @@ pub fn replay<R: BufRead>(
     let mut notes = Vec::new();
     let mut no_slice = false;
     let mut not_in_snapshot = 0usize;
+    let mut settled_pages = 0u64;
     if k.is_newer_than_modelled() {
         notes.push(format!(
             "Kernel {k} is newer than the newest whose PCP code is modelled ({}): its rules are taken as that kernel's.",
@@ -502,6 +509,11 @@ pub fn replay<R: BufRead>(
                     st.high_pages = live.clamp(high_min_pages.min(high_max_pages), high_max_pages);
                 }
             }
+            // At another setting the lists start as that setting leaves them once settled, as
+            // `record` settles them before a recording (not counted: it happens before).
+            if s.changes_anything() {
+                settled_pages += u64::from(st.settle(SETTLE_TICKS));
+            }
             replay.insert(cpu, zi, st);
             limits_of.insert((cpu, zi), lim);
         }
@@ -517,6 +529,11 @@ pub fn replay<R: BufRead>(
             } else {
                 String::new()
             }
+        ));
+    }
+    if settled_pages > 0 {
+        notes.push(format!(
+            "At this setting the lists start settled (decay_pcp_high() until no list is above its high and no live high above high_min, as `record` does before a recording): {settled_pages} pages of the start lists went back to the buddy allocator uncounted."
         ));
     }
     if no_slice && k.era().auto_tunes_high() {
@@ -563,6 +580,10 @@ pub fn replay<R: BufRead>(
                     Op::Free => {
                         e.frees += n;
                         StreamOp::Free
+                    }
+                    Op::FreeDirect => {
+                        e.frees += n;
+                        StreamOp::FreeDirect
                     }
                 };
                 replay.step_mt(cpu, z, sop, order, list_type(mt), n)?;

@@ -361,6 +361,10 @@ pub enum StreamOp {
     Alloc,
     /// A free.
     Free,
+    /// A free straight to the buddy allocator, the lists untouched: from interrupt context
+    /// while the CPU's pcp lock is held (`pcp_spin_trylock()` fails, `free_one_page()`). One
+    /// zone->lock visit; `alloc_factor` and `free_count` stay as they were.
+    FreeDirect,
 }
 
 /// Drained blocks a zone's buddy allocator keeps, per order, at most (the oldest dropped):
@@ -522,6 +526,10 @@ impl StreamReplay {
                         sh.reconcile_one(st, i);
                     }
                 }
+                StreamOp::FreeDirect => {
+                    t.bypassed += 1;
+                    buddy.drained(cpu, &[(order, Some(*global))]);
+                }
                 StreamOp::Free => {
                     let before = st.drained_blocks;
                     if let Some(i) = st.list_index(order, mt) {
@@ -569,7 +577,7 @@ impl StreamReplay {
                 t.allocs += n;
                 t.alloc_pages += pages;
             }
-            StreamOp::Free => {
+            StreamOp::Free | StreamOp::FreeDirect => {
                 t.frees += n;
                 t.free_pages += pages;
             }
@@ -676,6 +684,45 @@ mod tests {
             None,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_direct_free_leaves_the_lists_and_alloc_factor_as_they_were() {
+        // 6.18, high 252 (fixed), batch 63. Two refills ramp alloc_factor to 2 (63, then 126
+        // pages); the list is used up, 9 unmovable frees come, 127 movable allocations follow.
+        let run = |free: StreamOp| {
+            let st = PcpState::new(
+                KernelVersion::new(6, 18),
+                PcpLimits {
+                    batch_pages: 63,
+                    high: PcpHigh::AutoTuned {
+                        high_min_pages: 252,
+                        high_max_pages: 252,
+                    },
+                },
+                None,
+            )
+            .unwrap();
+            let mut r = StreamReplay::new();
+            r.insert(0, 0, st);
+            r.step(0, 0, StreamOp::Alloc, 0, 63 + 126).unwrap();
+            r.step_mt(0, 0, free, 0, MigrateType::Unmovable, 9).unwrap();
+            r.step(0, 0, StreamOp::Alloc, 0, 1).unwrap();
+            let (_, t) = r.tallies().next().unwrap();
+            (
+                t.refills,
+                t.refill_pages,
+                t.bypassed,
+                t.frees,
+                t.final_count,
+            )
+        };
+        // Freed to the lists: 9 halvings put alloc_factor back to 0 and the 9 pages count
+        // against the refill (min(63 << 0, 252 - 9 - 63) = 63 pages).
+        assert_eq!(run(StreamOp::Free), (3, 63 + 126 + 63, 0, 9, 9 + 62));
+        // Past the lists (pcp_spin_trylock() failed): alloc_factor stays 2 and nothing counts
+        // against the refill (min(63 << 2, 252 - 0 - 63) = 189 pages); 9 zone->lock visits.
+        assert_eq!(run(StreamOp::FreeDirect), (3, 63 + 126 + 189, 9, 9, 188));
     }
 
     #[test]

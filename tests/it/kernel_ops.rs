@@ -231,6 +231,29 @@ fn v6_7_decay_lowers_high_by_an_eighth() {
 }
 
 #[test]
+fn settling_leaves_the_lists_an_idle_cpu_keeps_at_the_setting() {
+    // A list left at 9,682 pages by the default (its live high too), the sysctl then fixing
+    // high at 4,096 (the sysctl sets high_min/high_max, not the live high): the repeated decay
+    // (what `record`'s vm.stat_refresh writes run) lowers the high by an eighth a time and
+    // drains the 5,586 pages over 4,096.
+    let mut s = PcpState::new(KernelVersion::new(6, 18), auto(63, 4096, 4096), None).unwrap();
+    s.high_pages = 9682;
+    s.add_pages(0, 9682).unwrap();
+    assert_eq!(s.settle(4096), 9682 - 4096);
+    assert_eq!((s.count_pages, s.high_pages), (4096, 4096));
+    // An auto-tuned live high decays to high_min; the lists keep what fits under it.
+    let mut s = PcpState::new(KernelVersion::new(6, 18), auto(63, 421, 31_200), None).unwrap();
+    s.high_pages = 8000;
+    s.add_pages(0, 300).unwrap();
+    assert_eq!(s.settle(4096), 0);
+    assert_eq!((s.count_pages, s.high_pages), (300, 421));
+    // 6.6 has no decay: nothing moves.
+    let mut old = PcpState::new(KernelVersion::new(6, 6), fixed(63, 421), None).unwrap();
+    old.add_pages(0, 1000).unwrap();
+    assert_eq!(old.settle(4096), 0);
+}
+
+#[test]
 fn v6_19_decay_drains_in_batch_chunks() {
     let mut s = PcpState::new(KernelVersion::new(6, 19), auto(63, 421, 31_200), None).unwrap();
     s.high_pages = 1000;

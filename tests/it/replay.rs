@@ -237,7 +237,7 @@ fn bad_flows_are_errors_naming_line_and_field() {
     );
     fail(
         "v1.flow",
-        &text.replace("# pcpmodel flow 3", "# pcpmodel flow 1"),
+        &text.replace(pcpmodel::measure::record::flow::MAGIC, "# pcpmodel flow 1"),
         &["v1.flow:1", "record the flow again"],
     );
     fail(

@@ -2,11 +2,14 @@
 //! recording is written and read as a stream.
 //!
 //! ```text
-//! # pcpmodel flow 3
+//! # pcpmodel flow 4
 //! meta {"kernel": "6.18.0", ...}            the recording: kernel, sysctls, events, command
 //! pagesets_start {"0/Normal": {...}}       each zone's span, managed pages and per-CPU pageset
 //! a CPU ZONE PID ORDER COUNT [xREPEAT] [mMT]  a run of COUNT allocations of ORDER by task PID
 //! f CPU ZONE PID ORDER COUNT [xREPEAT] [mMT]  a run of frees (mm_page_free)
+//! b CPU ZONE PID ORDER COUNT [xREPEAT] [mMT]  a run of direct frees: in interrupt context
+//!                                          while the CPU's pcp lock was held, to the buddy
+//!                                          allocator past the lists (format 4)
 //! R CPU ZONE PAGES [mMT]                   a refill: rmqueue_bulk() took PAGES under zone->lock
 //! D CPU ZONE PAGES                         a drain: free_pcppages_bulk() gave PAGES back
 //! L CPU EVENTS                             the trace lost EVENTS events of that CPU
@@ -35,7 +38,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// First line of every flow file.
-pub const MAGIC: &str = "# pcpmodel flow 3";
+pub const MAGIC: &str = "# pcpmodel flow 4";
+
+/// The format before direct frees, still read (its frees are all `f`, the direct ones among
+/// them).
+pub const MAGIC_3: &str = "# pcpmodel flow 3";
 
 /// The format before migratetypes, still read (its lines carry no `mMT`).
 pub const MAGIC_2: &str = "# pcpmodel flow 2";
@@ -228,6 +235,16 @@ pub enum Op {
     Alloc,
     /// mm_page_free.
     Free,
+    /// mm_page_free in interrupt context while the CPU's pcp lock was held: the page went to
+    /// the buddy allocator (`pcp_spin_trylock()` failed), the lists untouched.
+    FreeDirect,
+}
+
+impl Op {
+    /// A free, to the lists or past them.
+    pub fn is_free(self) -> bool {
+        matches!(self, Op::Free | Op::FreeDirect)
+    }
 }
 
 /// One line of the flow.
@@ -313,7 +330,7 @@ impl FlowLine {
                         t.allocs += n;
                         t.alloc_pages += pages;
                     }
-                    Op::Free => {
+                    Op::Free | Op::FreeDirect => {
                         t.frees += n;
                         t.free_pages += pages;
                     }
@@ -344,7 +361,11 @@ impl FlowLine {
                 repeat,
                 mt,
             } => {
-                let c = if op == Op::Alloc { 'a' } else { 'f' };
+                let c = match op {
+                    Op::Alloc => 'a',
+                    Op::Free => 'f',
+                    Op::FreeDirect => 'b',
+                };
                 let z = ZoneToken(zone);
                 write!(w, "{c} {cpu} {z} {pid} {order} {count}")?;
                 if repeat > 1 {
@@ -696,7 +717,7 @@ impl<R: BufRead> FlowReader<R> {
                 "flow format 1 has no zone per line, which replay needs: record the flow again",
             ));
         }
-        if first != MAGIC && first != MAGIC_2 {
+        if first != MAGIC && first != MAGIC_3 && first != MAGIC_2 {
             return Err(Error::parse(
                 label,
                 1,
@@ -894,7 +915,7 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
         Ok(())
     };
     match f.first().copied() {
-        Some(k @ ("a" | "f")) => {
+        Some(k @ ("a" | "f" | "b")) => {
             if !(6..=8).contains(&f.len()) {
                 exact(6)?;
             }
@@ -928,7 +949,11 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
                 cpu: cpu(1)?,
                 zone,
                 pid: u32::try_from(pid).map_err(|_| bad("pid", format!("{pid} is not a pid")))?,
-                op: if k == "a" { Op::Alloc } else { Op::Free },
+                op: match k {
+                    "a" => Op::Alloc,
+                    "f" => Op::Free,
+                    _ => Op::FreeDirect,
+                },
                 order: order as u8,
                 count,
                 repeat,
@@ -1056,6 +1081,36 @@ mod tests {
         assert_eq!(n, 4);
         let t = &r.end.unwrap().cpus["0"];
         assert_eq!((t.allocs, t.alloc_pages, t.refill_pages), (40, 320, 56));
+    }
+
+    #[test]
+    fn direct_frees_are_b_lines_counted_as_frees_and_format_3_still_reads() {
+        let text = written(&[
+            run(0, Op::Alloc, 0, 3),
+            run(0, Op::FreeDirect, 0, 2),
+            run(0, Op::Free, 0, 1),
+        ]);
+        assert!(
+            text.starts_with(MAGIC) && text.contains("\nb 0 0 7 0 2\n"),
+            "{text}"
+        );
+        let ops = |t: &str| {
+            let mut r = FlowReader::open(t.as_bytes(), "t").unwrap();
+            let mut v = Vec::new();
+            while let Some(l) = r.next_line().unwrap() {
+                if let FlowLine::Run { op, count, .. } = l {
+                    v.push((op, count));
+                }
+            }
+            (v, r.end.unwrap().cpus["0"].frees)
+        };
+        assert_eq!(
+            ops(&text),
+            (vec![(Op::Alloc, 3), (Op::FreeDirect, 2), (Op::Free, 1)], 3)
+        );
+        // A format-3 file has no b lines and reads as before.
+        let three = text.replacen(MAGIC, MAGIC_3, 1).replace("\nb ", "\nf ");
+        assert_eq!(ops(&three).1, 3);
     }
 
     #[test]

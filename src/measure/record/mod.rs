@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use flow::{FlowEnd, FlowMeta, FlowOut, FlowWriter, Pagesets, ZoneSpans};
-use parse::{Grouper, EVENTS};
+use parse::{Grouper, EVENTS, MARKER_EVENTS};
 use tracefs::TracefsGuard;
 
 /// Default journal of the tracefs guard.
@@ -86,6 +86,8 @@ pub struct RecordSummary {
     pub skipped_lines: u64,
     /// Blocks taken under zone->lock not for the per-CPU lists.
     pub direct_zone_locked: u64,
+    /// Frees in interrupt context while the CPU's pcp lock was held (to the buddy allocator).
+    pub frees_direct: u64,
 }
 
 fn read_trim(path: &Path) -> Result<String> {
@@ -395,6 +397,13 @@ impl Prepared {
                 )));
             }
         }
+        // Markers where the kernel has them: without them direct frees inside a batched free
+        // are not told apart (those after a refill or a drain still are).
+        for ev in MARKER_EVENTS {
+            if dir.join("events/kmem").join(ev).join("enable").exists() {
+                events.push(ev.to_string());
+            }
+        }
         let meta = FlowMeta {
             kernel,
             date_utc: crate::measure::today_utc(),
@@ -506,7 +515,7 @@ impl Prepared {
             .map_err(|_| Error::Unsupported("the trace reader panicked".into()))?;
         let end_pagesets = zoneinfo(&cfg.proc_root);
         guard.restore()?;
-        let (mut writer, skipped, direct) = streamed?;
+        let (mut writer, skipped, direct, frees_direct) = streamed?;
         writer.set_sysctl_during(sysctls_changed(&meta.sysctl, &seen));
         let (end, out) = writer.finish(&end_pagesets?, seconds)?;
         out.close()
@@ -521,11 +530,12 @@ impl Prepared {
             command_status: status,
             skipped_lines: skipped,
             direct_zone_locked: direct,
+            frees_direct,
         })
     }
 }
 
-type Streamed<W> = Result<(FlowWriter<W>, u64, u64)>;
+type Streamed<W> = Result<(FlowWriter<W>, u64, u64, u64)>;
 
 /// Reads `trace_pipe` (non-blocking) into the writer until `stop` is set and the pipe is empty.
 fn stream<W: std::io::Write>(
@@ -582,5 +592,5 @@ fn stream<W: std::io::Write>(
         writer.push(l)?;
     }
     writer.set_refill_sources(std::mem::take(&mut g.refill_sources));
-    Ok((writer, g.skipped, g.direct_zone_locked))
+    Ok((writer, g.skipped, g.direct_zone_locked, g.frees_direct))
 }

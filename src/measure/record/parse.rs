@@ -5,6 +5,15 @@
 //!
 //! A line reads `<task>-<pid> [<cpu>] <flags> <seconds>: <event>: ... order=<n> ...`; the flags
 //! column is absent on old kernels. `CPU:<n> [LOST <k> EVENTS]` lines count lost events.
+//!
+//! A free in interrupt context (the flags' third character `s`, `h`, `H`, `z` or `Z`) that
+//! interrupts a task holding the CPU's pcp lock cannot take it: `pcp_spin_trylock()` fails and
+//! the page goes to the buddy allocator (`free_one_page()`), past the lists and without halving
+//! `alloc_factor`. The task holds the lock from a refill's `mm_page_alloc_zone_locked ...
+//! percpu_refill=1` to its `mm_page_alloc`, around a drain's `mm_page_pcpu_drain` (an interrupt
+//! held off by zone->lock's disabled interrupts arrives as the zone is unlocked, inside the pcp
+//! lock) and through `free_unref_folios()`' `mm_page_free_batched` loop; such a free is a
+//! direct free (`b` in the flow).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,6 +28,10 @@ pub const EVENTS: [&str; 4] = [
     "mm_page_pcpu_drain",
     "mm_page_alloc_zone_locked",
 ];
+
+/// Events a recording enables when the kernel has them and reads only as markers:
+/// `mm_page_free_batched` shows a task inside `free_unref_folios()`' pcp-locked loop.
+pub const MARKER_EVENTS: [&str; 1] = ["mm_page_free_batched"];
 
 /// One parsed trace line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +50,16 @@ pub enum TraceEvent {
         pfn: Option<u64>,
         /// Migratetype, when printed (allocations).
         mt: Option<u8>,
+        /// In interrupt context (hardirq, softirq or NMI), by the flags column.
+        irq: bool,
+    },
+    /// A page of a `free_unref_folios()` batch put on the lists (`mm_page_free_batched`): a
+    /// marker of the task holding the pcp lock, not counted (its `mm_page_free` was).
+    FreeBatched {
+        /// CPU.
+        cpu: u32,
+        /// In interrupt context.
+        irq: bool,
     },
     /// A block taken under zone->lock; `refill` when for the per-CPU lists.
     ZoneLocked {
@@ -50,6 +73,8 @@ pub enum TraceEvent {
         refill: bool,
         /// Migratetype of the request, when printed.
         mt: Option<u8>,
+        /// In interrupt context.
+        irq: bool,
     },
     /// A block drained from a per-CPU list.
     Drain {
@@ -61,6 +86,8 @@ pub enum TraceEvent {
         pfn: Option<u64>,
         /// Migratetype of the block's pageblock, when printed.
         mt: Option<u8>,
+        /// In interrupt context.
+        irq: bool,
     },
     /// Events lost from a CPU's buffer.
     Lost {
@@ -98,7 +125,8 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
     let cpu = t[open + 2..close].trim().parse::<u32>().ok()?;
     let after = &t[close + 1..];
     // "<flags> <seconds>: <event>: <fields>"
-    let (_, fields) = after.split_once(": ")?;
+    let (head, fields) = after.split_once(": ")?;
+    let irq = in_interrupt(head);
     let (event, fields) = fields.split_once(": ").unwrap_or((fields, ""));
     let event = event.trim();
     let pfn =
@@ -120,6 +148,7 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             order: order()?,
             pfn,
             mt,
+            irq,
         }),
         "mm_page_free" => Some(TraceEvent::Page {
             cpu,
@@ -128,12 +157,15 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             order: order()?,
             pfn,
             mt: None,
+            irq,
         }),
+        "mm_page_free_batched" => Some(TraceEvent::FreeBatched { cpu, irq }),
         "mm_page_pcpu_drain" => Some(TraceEvent::Drain {
             cpu,
             order: order()?,
             pfn,
             mt,
+            irq,
         }),
         "mm_page_alloc_zone_locked" => Some(TraceEvent::ZoneLocked {
             cpu,
@@ -141,8 +173,25 @@ pub fn parse_trace_line(line: &str) -> Option<TraceEvent> {
             pfn,
             refill: field(fields, "percpu_refill") == Some("1"),
             mt,
+            irq,
         }),
         _ => None,
+    }
+}
+
+/// Whether the flags column before the time (`<flags> <seconds>`) says interrupt context: its
+/// third character is `h`/`H` (hardirq), `s` (softirq) or `z`/`Z` (NMI). Without a flags
+/// column (old kernels) nothing is in interrupt context.
+fn in_interrupt(head: &str) -> bool {
+    let mut tokens = head.split_ascii_whitespace();
+    match (tokens.next(), tokens.next()) {
+        (Some(flags), Some(_seconds)) => {
+            matches!(
+                flags.as_bytes().get(2),
+                Some(b's' | b'h' | b'H' | b'z' | b'Z')
+            )
+        }
+        _ => false,
     }
 }
 
@@ -225,6 +274,11 @@ pub struct Grouper {
     types: FreeTypes,
     /// Frees whose migratetype the recording could not tell.
     pub frees_untyped: u64,
+    /// Per CPU: whether the task its interrupts interrupt holds the pcp lock, by its last kmem
+    /// event in task context (see the module's notes).
+    pcp_locked: BTreeMap<u32, bool>,
+    /// Frees in interrupt context while the CPU's pcp lock was held: to the buddy allocator.
+    pub frees_direct: u64,
     /// Drained blocks not yet refilled: page frame -> (the zone's drained pages before it,
     /// the CPU that drained it).
     drained_at: HashMap<u64, (u64, u32)>,
@@ -280,6 +334,7 @@ impl Grouper {
         }
         let cpu = match ev {
             TraceEvent::Page { cpu, .. }
+            | TraceEvent::FreeBatched { cpu, .. }
             | TraceEvent::ZoneLocked { cpu, .. }
             | TraceEvent::Drain { cpu, .. }
             | TraceEvent::Lost { cpu, .. } => cpu,
@@ -287,17 +342,35 @@ impl Grouper {
         if !self.keep.is_empty() && !self.keep.contains(&cpu) {
             return;
         }
+        // What the task (not an interrupt) was doing last: inside the pcp lock or not.
+        let task_locked = match ev {
+            TraceEvent::Page { irq: false, .. } => Some(false),
+            TraceEvent::ZoneLocked {
+                irq: false, refill, ..
+            } => Some(refill),
+            TraceEvent::Drain { irq: false, .. } | TraceEvent::FreeBatched { irq: false, .. } => {
+                Some(true)
+            }
+            _ => None,
+        };
+        let locked_before = self.pcp_locked.get(&cpu).copied().unwrap_or(false);
+        if let Some(l) = task_locked {
+            self.pcp_locked.insert(cpu, l);
+        }
         let zone_of = |pfn: Option<u64>| pfn.and_then(|p| self.spans.zone(p));
         match ev {
+            TraceEvent::FreeBatched { .. } => {}
             TraceEvent::Page {
                 pid,
                 op,
                 order,
                 pfn,
                 mt,
+                irq,
                 ..
             } => {
                 let zone = zone_of(pfn);
+                let direct = op == Op::Free && irq && locked_before;
                 let mt = match (op, pfn) {
                     (Op::Alloc, Some(p)) => {
                         if let Some(m) = mt {
@@ -311,6 +384,12 @@ impl Grouper {
                 if op == Op::Free && mt.is_none() {
                     self.frees_untyped += 1;
                 }
+                let op = if direct {
+                    self.frees_direct += 1;
+                    Op::FreeDirect
+                } else {
+                    op
+                };
                 if let Some(Open::Run(FlowLine::Run {
                     zone: z,
                     pid: p,
@@ -481,9 +560,9 @@ CPU:1 [LOST 12 EVENTS]
                 },
             ]
         );
-        // The header comment, the batched free (its page was traced by mm_page_free as well) and
-        // the sched_switch line are not events of the recording.
-        assert_eq!(g.skipped, 3);
+        // The header comment and the sched_switch line are not events of the recording; the
+        // batched free is a marker only (its page was traced by mm_page_free as well).
+        assert_eq!(g.skipped, 2);
         // Trace time: the events span 8 us, under the first 100-ms mark.
         assert!(!out.iter().any(|l| matches!(l, FlowLine::Time { .. })));
         let mut late = Vec::new();
@@ -505,6 +584,61 @@ CPU:1 [LOST 12 EVENTS]
         );
         let s = &g.refill_sources[&0];
         assert_eq!((s.buckets[0], s.other_cpu, s.total()), (1, 1, 3));
+    }
+
+    /// A softirq free (flags `..s1.`) on CPU 0 after the task's last kmem event `task_line`.
+    fn softirq_free_after(task_line: &str) -> Vec<FlowLine> {
+        let mut g = Grouper::new(&[], spans());
+        let mut out = Vec::new();
+        g.feed(task_line, &mut out);
+        g.feed(
+            "          task-5      [000] ..s1. 12345.000009: mm_page_free: page=0 pfn=0x1100 order=0",
+            &mut out,
+        );
+        g.finish(&mut out);
+        out
+    }
+
+    fn free_op(out: &[FlowLine]) -> Option<Op> {
+        out.iter().find_map(|l| match l {
+            FlowLine::Run { op, .. } if op.is_free() => Some(*op),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn an_interrupt_free_inside_the_pcp_lock_goes_past_the_lists() {
+        // The task holds its pcp lock between a refill and its allocation, around a drain and
+        // through a batched free's loop: pcp_spin_trylock() fails in the interrupt.
+        for locked in [
+            "          task-5      [000] ..... 12345.000001: mm_page_alloc_zone_locked: page=0 pfn=0x1200 order=0 migratetype=1 percpu_refill=1",
+            "          task-5      [000] d..1. 12345.000001: mm_page_pcpu_drain: page=0 pfn=0x1200 order=0 migratetype=1",
+            "          task-5      [000] ..... 12345.000001: mm_page_free_batched: page=0 pfn=0x1200",
+        ] {
+            assert_eq!(free_op(&softirq_free_after(locked)), Some(Op::FreeDirect), "{locked}");
+        }
+        // After an allocation (traced once the lock is dropped), a free or a zone->lock
+        // allocation that is no refill, the lock is free: the interrupt's free goes to the lists.
+        for free in [
+            "          task-5      [000] ..... 12345.000001: mm_page_alloc: page=0 pfn=0x1200 order=0 migratetype=1 gfp_flags=GFP_KERNEL",
+            "          task-5      [000] ..... 12345.000001: mm_page_free: page=0 pfn=0x1200 order=0",
+            "          task-5      [000] ..... 12345.000001: mm_page_alloc_zone_locked: page=0 pfn=0x1200 order=4 migratetype=1 percpu_refill=0",
+        ] {
+            assert_eq!(free_op(&softirq_free_after(free)).unwrap_or(Op::Free), Op::Free, "{free}");
+        }
+        // A free in task context after a refill is the task's own, to the lists.
+        let mut g = Grouper::new(&[], spans());
+        let mut out = Vec::new();
+        g.feed("          task-5      [000] ..... 12345.000001: mm_page_alloc_zone_locked: page=0 pfn=0x1200 order=0 migratetype=1 percpu_refill=1", &mut out);
+        g.feed("          task-5      [000] ..... 12345.000002: mm_page_free: page=0 pfn=0x1100 order=0", &mut out);
+        g.finish(&mut out);
+        assert_eq!(free_op(&out), Some(Op::Free));
+        assert_eq!(g.frees_direct, 0);
+        // Old kernels print no flags column: nothing is in interrupt context.
+        assert!(!in_interrupt(" 12345.000001"));
+        assert!(in_interrupt(" ..s3. 12345.000001"));
+        assert!(in_interrupt(" d.h1. 12345.000001"));
+        assert!(!in_interrupt(" d..1. 12345.000001"));
     }
 
     #[test]
