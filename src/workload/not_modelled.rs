@@ -44,8 +44,8 @@ pub fn add(report: &mut Report, spec: &WorkloadSpec, kind: &str, knobs: &Knobs) 
     if list.is_empty() {
         report.notes.push(format!(
             "not modelled: nothing known: every PCP change between kernel {kernel} and the \
-             model's kernel {reference} that touches {key} is implemented \
-             (`pcpmodel kernel changes --from {reference} --to {kernel} --workload {key}`)"
+             model's kernel {reference} that touches the {kind} model (tracked as {key}) is \
+             implemented (`pcpmodel kernel changes --from {reference} --to {kernel} --workload {key}`)"
         ));
         return Ok(());
     }
