@@ -158,6 +158,44 @@ fn a_normal_end_restores_and_the_flow_reads_back() {
 }
 
 #[test]
+fn an_interrupt_free_inside_a_drain_is_written_as_a_direct_free() {
+    // The receiver drains; a softirq on its CPU frees a page before the task's next event: the
+    // task still holds the pcp lock, so the kernel put that page in the buddy allocator.
+    let f = fake(&EVENTS);
+    let mut t = trace_text(20);
+    for i in 0..20 {
+        let ts = 200.0 + i as f64 * 1e-3;
+        t.push_str(&format!("         recv-43    [001] ..... {ts:.6}: mm_page_free: page=0000000001 pfn=0x1000 order=0\n"));
+        t.push_str(&format!("         recv-43    [001] d..1. {ts:.6}: mm_page_pcpu_drain: page=0000000001 pfn=0x1000 order=0 migratetype=1\n"));
+        t.push_str(&format!("         recv-43    [001] ..s1. {ts:.6}: mm_page_free: page=0000000002 pfn=0x1001 order=0\n"));
+    }
+    std::fs::write(f.tracefs.join("trace_pipe"), t).unwrap();
+    let out = command(&f, "0.3")
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_restored(&f);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["frees_direct"], 20);
+    assert!(v["meta"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e == "mm_page_free_batched"));
+    let text = std::fs::read_to_string(&f.out).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with("b 1 ")).count(), 20);
+    // Every free counts once, to the lists or past them: 20 in the rounds, 40 after them.
+    let mut r = FlowReader::open(text.as_bytes(), "x.flow").unwrap();
+    while r.next_line().unwrap().is_some() {}
+    assert_eq!(r.end.unwrap().cpus["1"].frees, 20 + 40);
+}
+
+#[test]
 fn sigint_and_sigterm_restore_and_leave_no_partial_file() {
     for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let f = fake(&EVENTS);
