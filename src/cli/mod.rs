@@ -164,11 +164,13 @@ pub enum Command {
     CompareTrace(compare_trace::Args),
     /// Record a workload's page flow from the kmem tracepoints (root) into a flow file: runs of
     /// allocations and frees per CPU, task and order, the kernel's refills and drains, the
-    /// pagesets before and after. tracefs is restored on every exit.
+    /// pagesets before and after. A free in interrupt context while its CPU's pcp lock is held
+    /// is kept apart (it goes to the buddy allocator). tracefs is restored on every exit.
     Record(record::RecordArgs),
     /// Replay a recorded flow through the kernel's PCP rules at the recorded setting (the
     /// check against the kernel's own refills and drains) or another: --high, --fraction,
-    /// --batch, --scale-max, --kernel.
+    /// --batch, --scale-max, --kernel. At another setting the lists start as it leaves them once
+    /// settled.
     Replay(replay::Args),
 }
 
