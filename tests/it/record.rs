@@ -130,10 +130,10 @@ fn spawn_long(f: &Fake) -> Child {
     c
 }
 
-#[test]
-fn a_normal_end_restores_and_the_flow_reads_back() {
-    let f = fake(&EVENTS);
-    let out = command(&f, "0.3")
+/// A 0.3-s recording of the fake's trace with `--format json`: it must succeed and restore
+/// tracefs; its JSON report.
+fn record_json(f: &Fake) -> serde_json::Value {
+    let out = command(f, "0.3")
         .args(["--format", "json"])
         .output()
         .unwrap();
@@ -142,7 +142,14 @@ fn a_normal_end_restores_and_the_flow_reads_back() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_restored(&f);
+    assert_restored(f);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_normal_end_restores_and_the_flow_reads_back() {
+    let f = fake(&EVENTS);
+    let v = record_json(&f);
     let file = std::fs::File::open(&f.out).unwrap();
     let mut r = FlowReader::open(std::io::BufReader::new(file), "x.flow").unwrap();
     while r.next_line().unwrap().is_some() {}
@@ -153,7 +160,6 @@ fn a_normal_end_restores_and_the_flow_reads_back() {
     assert_eq!((c0.refills, c0.refill_pages), (50, 50 * 16));
     assert_eq!((c0.allocs, c0.alloc_pages), (100, 100 * 8));
     assert_eq!((c1.frees, c1.drains, c1.drain_pages), (50, 50, 50 * 16));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["end"]["cpus"]["0"]["refills"], 50);
 }
 
@@ -170,17 +176,7 @@ fn an_interrupt_free_inside_a_drain_is_written_as_a_direct_free() {
         t.push_str(&format!("         recv-43    [001] ..s1. {ts:.6}: mm_page_free: page=0000000002 pfn=0x1001 order=0\n"));
     }
     std::fs::write(f.tracefs.join("trace_pipe"), t).unwrap();
-    let out = command(&f, "0.3")
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_restored(&f);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = record_json(&f);
     assert_eq!(v["frees_direct"], 20);
     assert!(v["meta"]["events"]
         .as_array()

@@ -240,13 +240,6 @@ pub enum Op {
     FreeDirect,
 }
 
-impl Op {
-    /// A free, to the lists or past them.
-    pub fn is_free(self) -> bool {
-        matches!(self, Op::Free | Op::FreeDirect)
-    }
-}
-
 /// One line of the flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FlowLine {

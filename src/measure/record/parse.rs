@@ -599,9 +599,11 @@ CPU:1 [LOST 12 EVENTS]
         out
     }
 
+    /// The op of the last free run: the interrupt's free (a task's free before it is a run of
+    /// its own unless the two merged, which they do only when both went to the lists).
     fn free_op(out: &[FlowLine]) -> Option<Op> {
-        out.iter().find_map(|l| match l {
-            FlowLine::Run { op, .. } if op.is_free() => Some(*op),
+        out.iter().rev().find_map(|l| match l {
+            FlowLine::Run { op, .. } if matches!(op, Op::Free | Op::FreeDirect) => Some(*op),
             _ => None,
         })
     }
@@ -624,7 +626,7 @@ CPU:1 [LOST 12 EVENTS]
             "          task-5      [000] ..... 12345.000001: mm_page_free: page=0 pfn=0x1200 order=0",
             "          task-5      [000] ..... 12345.000001: mm_page_alloc_zone_locked: page=0 pfn=0x1200 order=4 migratetype=1 percpu_refill=0",
         ] {
-            assert_eq!(free_op(&softirq_free_after(free)).unwrap_or(Op::Free), Op::Free, "{free}");
+            assert_eq!(free_op(&softirq_free_after(free)), Some(Op::Free), "{free}");
         }
         // A free in task context after a refill is the task's own, to the lists.
         let mut g = Grouper::new(&[], spans());
