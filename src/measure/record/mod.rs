@@ -448,24 +448,49 @@ impl Prepared {
             std::fs::write(dir.join("trace"), "")
                 .map_err(|e| Error::io(dir.join("trace").display().to_string(), e))?;
         }
-        // The start pagesets, read last before tracing starts: resizing the ring buffer
-        // allocated (or freed) buffer_size_kb per CPU through these same lists, so a count read
-        // before it is not the one the recorded stream starts from.
-        if cfg.settle {
-            meta.settled = settle_pagesets(&cfg.proc_root)?;
-        }
-        let start = zoneinfo(&cfg.proc_root)?;
-        let writer = FlowWriter::new(FlowOut::create(&partial, gz)?, &label, &meta, &start)?;
-        let spans = ZoneSpans::of(&start);
+        // The output and the reader are set up before the start pagesets are read: whatever
+        // allocates pages between that read and tracing_on (a gzip encoder's state, a thread's
+        // stack) moves the lists' counts unseen, and a list near its high then drains earlier
+        // or later than its replay. The reader gets the start pagesets once tracing is on.
+        let out = FlowOut::create(&partial, gz)?;
         let stop = Arc::new(AtomicBool::new(false));
         let lines = Arc::new(AtomicU64::new(0));
+        let (started, start_rx) = std::sync::mpsc::channel::<(FlowMeta, Pagesets)>();
         let reader = {
             let (stop, lines) = (Arc::clone(&stop), Arc::clone(&lines));
             let pipe = dir.join("trace_pipe");
             let cpus = cfg.cpus.clone();
-            std::thread::spawn(move || stream(&pipe, &cpus, spans, writer, &stop, &lines))
+            let label = label.clone();
+            std::thread::spawn(move || {
+                let (meta, start) = start_rx.recv().map_err(|_| {
+                    Error::Unsupported("the recording stopped before tracing started".into())
+                })?;
+                let writer = FlowWriter::new(out, &label, &meta, &start)?;
+                stream(&pipe, &cpus, ZoneSpans::of(&start), writer, &stop, &lines)
+            })
         };
-        guard.set(&dir.join("tracing_on"), "1")?;
+        // The start pagesets, read last before tracing starts: resizing the ring buffer
+        // allocated (or freed) buffer_size_kb per CPU through these same lists, so a count read
+        // before it is not the one the recorded stream starts from.
+        let begun = (|| {
+            if cfg.settle {
+                meta.settled = settle_pagesets(&cfg.proc_root)?;
+            }
+            let start = zoneinfo(&cfg.proc_root)?;
+            guard.set(&dir.join("tracing_on"), "1")?;
+            Ok::<_, Error>(start)
+        })();
+        let start = match begun {
+            Ok(s) => s,
+            Err(e) => {
+                drop(started);
+                let _ = reader.join();
+                let _ = std::fs::remove_file(&partial);
+                return Err(e);
+            }
+        };
+        // The reader only ends after this send fails or after `stop`.
+        let _ = started.send((meta.clone(), start));
         let t0 = Instant::now();
         let limit = cfg.seconds.map(Duration::from_secs_f64);
         let mut status = None;
