@@ -12,14 +12,17 @@ use serde_json::json;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Records every page allocation and free (mm_page_alloc, mm_page_free; a batched free is traced
-by mm_page_free too, so mm_page_free_batched is not enabled) with its CPU, task and order, and the kernel's refills (mm_page_alloc_zone_locked with
-percpu_refill=1, grouped per rmqueue_bulk() call) and drains (mm_page_pcpu_drain, grouped per
-free_pcppages_bulk() call), while CMD runs or for --seconds. The flow file holds per CPU the
-runs of allocations and frees by order, migratetype and task (a free's type is its pageblock's,
-as the recording saw it allocated, refilled or drained), the recorded refills and drains, each zone's
-pagesets from /proc/zoneinfo at the start and the end, the kernel version and the sysctls that
-decide the flow (vm.percpu_pagelist_high_fraction, net.core.skb_defer_max). It is text, one
-line per run, written as the trace streams in.
+by mm_page_free too, so mm_page_free_batched only marks a task inside the pcp lock) with its
+CPU, task and order, and the kernel's refills (mm_page_alloc_zone_locked with percpu_refill=1,
+grouped per rmqueue_bulk() call) and drains (mm_page_pcpu_drain, grouped per
+free_pcppages_bulk() call, with the pages each list gave), while CMD runs or for --seconds.
+The flow file holds per CPU the runs of allocations and frees by order, migratetype and task
+(a free's type is its pageblock's, as the recording saw it allocated, refilled or drained), the
+recorded refills and drains, each zone's pagesets from /proc/zoneinfo at the start (read last,
+right before tracing starts) and the end, the kernel version and the sysctls that decide the
+flow (vm.percpu_pagelist_high_fraction, net.core.skb_defer_max). It is text, one line per run,
+written as the trace streams in. A free in interrupt context while the task holds the pcp
+lock goes past the lists (a `b` line).
 
 Needs root. tracefs is mounted if no mount is found. Every tracefs file changed (tracing_on,
 buffer_size_kb, the events' enable) is journalled first and restored on every exit: a normal

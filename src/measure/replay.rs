@@ -6,11 +6,10 @@
 //! Every CPU's events go to its pageset of the page's zone. The pagesets start as recorded:
 //! their count and live `pcp->high`, clamped into the replayed bounds. /proc/zoneinfo does not
 //! say which lists hold the count; the recording does ([`start_lists`]): a list is empty when
-//! the kernel refills it. The rest of the count is on the lists the kernel never refilled, in
-//! proportion to what the flow frees to each, or, when it refilled every list the flow frees
-//! to, on lists the flow does not allocate from (a page-fault loop's trace shows its CPU's list
-//! empty at every refill while the count stays thousands of pages above it), where it takes
-//! room under `pcp->high` until a drain reaches it. The vmstat tick runs at every whole
+//! the kernel refills it, and a drain before that names the lists it took blocks from (format
+//! 5). The rest of the count is on lists the flow does not allocate from (a page-fault loop's
+//! trace shows its CPU's list empty at every refill while the count stays thousands of pages
+//! above it), where it takes room under `pcp->high` until a drain reaches it. The vmstat tick runs at every whole
 //! second of trace time. The file is read as a stream, never whole.
 //!
 //! What the replay is compared with: the recorded refills (`rmqueue_bulk()` calls) and drains
@@ -344,24 +343,12 @@ pub fn replay_file_from(
     )
 }
 
-/// What a recording shows of one list (order, migratetype) of a pageset at its start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ListStart {
-    /// Blocks it held: a list is empty when the kernel refills it, so the blocks it held are
-    /// the allocations less the frees of its order and type before its first refill; a list
-    /// never refilled held at least the largest such deficit.
-    pub blocks: u64,
-    /// Whether the kernel refilled it before any drain of its pageset (then `blocks` is all it
-    /// held; a drain before the first refill took pages of unknown lists, so `blocks` is only
-    /// a lower bound).
-    pub refilled: bool,
-    /// Pages the flow freed to it.
-    pub freed_pages: u64,
-}
-
-/// The lists of each (CPU, zone) pageset at the start of a recording, as the recording itself
-/// shows them ([`ListStart`]).
-pub type StartLists = BTreeMap<(u32, u8), BTreeMap<(u8, MigrateType), ListStart>>;
+/// Blocks of each (order, migratetype) on each (CPU, zone) pageset's lists at the start of a
+/// recording, as the recording itself shows them: a list is empty when the kernel refills it,
+/// so the blocks it held at the start are the allocations, less the frees, plus the blocks
+/// drained from it (format 5 names each drain's lists) before its first refill; a list never
+/// refilled held at least the largest such deficit.
+pub type StartLists = BTreeMap<(u32, u8), BTreeMap<(u8, MigrateType), u64>>;
 
 /// The list a flow line's migratetype names (unknown: the movable lists, where most pages are).
 fn list_type(mt: Option<u8>) -> MigrateType {
@@ -375,15 +362,16 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
         deficit: i64,
         max_deficit: i64,
         at_refill: Option<i64>,
-        /// The pageset had drained before the first refill.
-        drained_first: bool,
-        freed: u64,
+    }
+    impl Probe {
+        fn take(&mut self, blocks: i64) {
+            self.deficit = self.deficit.saturating_add(blocks);
+            self.max_deficit = self.max_deficit.max(self.deficit);
+        }
     }
     let mut probes: BTreeMap<(u32, u8, u8, MigrateType), Probe> = BTreeMap::new();
     // Per (CPU, zone): a refill seen and not yet matched to its allocation, and its type.
     let mut pending: BTreeMap<(u32, u8), Option<Option<u8>>> = BTreeMap::new();
-    // Per (CPU, zone): a drain seen.
-    let mut drained: std::collections::BTreeSet<(u32, u8)> = Default::default();
     while let Some(l) = r.next_line()? {
         match l {
             FlowLine::Run {
@@ -408,17 +396,10 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
                         };
                         if refilled && p.at_refill.is_none() {
                             p.at_refill = Some(p.deficit);
-                            p.drained_first = drained.contains(&(cpu, z));
                         }
-                        p.deficit = p.deficit.saturating_add(n);
-                        p.max_deficit = p.max_deficit.max(p.deficit);
+                        p.take(n);
                     }
-                    Op::Free => {
-                        p.deficit = p.deficit.saturating_sub(n);
-                        p.freed = p
-                            .freed
-                            .saturating_add(u64::try_from(n).unwrap_or(0) << order);
-                    }
+                    Op::Free => p.deficit = p.deficit.saturating_sub(n),
                     // Past the lists: the list's deficit stays.
                     Op::FreeDirect => {}
                 }
@@ -431,64 +412,50 @@ pub fn start_lists<R: BufRead>(mut r: FlowReader<R>) -> Result<StartLists> {
             } => {
                 pending.insert((cpu, z), Some(mt));
             }
+            // Drained blocks left their lists as allocated ones do.
             FlowLine::Drain {
-                cpu, zone: Some(z), ..
+                cpu,
+                zone: Some(z),
+                lists: Some(d),
+                ..
             } => {
-                drained.insert((cpu, z));
+                for (order, mt, pages) in d.iter() {
+                    let p = probes
+                        .entry((cpu, z, order, MigrateType::from_kernel(mt)))
+                        .or_default();
+                    p.take(i64::from(pages >> order));
+                }
             }
             _ => {}
         }
     }
     let mut out = StartLists::new();
     for ((cpu, z, order, mt), p) in probes {
-        let blocks = p.at_refill.unwrap_or(p.max_deficit).max(0) as u64;
-        out.entry((cpu, z)).or_default().insert(
-            (order, mt),
-            ListStart {
-                blocks,
-                refilled: p.at_refill.is_some() && !p.drained_first,
-                freed_pages: p.freed,
-            },
-        );
+        let blocks = p.at_refill.unwrap_or(p.max_deficit).max(0);
+        if blocks > 0 {
+            out.entry((cpu, z))
+                .or_default()
+                .insert((order, mt), blocks as u64);
+        }
     }
     Ok(out)
 }
 
-/// Puts a pageset's start `count` on its lists: first what the recording shows each list held
-/// ([`ListStart::blocks`]); the rest on the lists the kernel never refilled, which held at
-/// least that much and may have held more, in proportion to the pages the flow freed to each
-/// (a list holds what was freed to it and not yet taken). Returns the pages left for lists
-/// the flow does not use: all of the rest when every list it frees to was refilled (a
-/// page-fault loop's list is empty at each refill while the count stays thousands of pages
-/// above it).
+/// Puts a pageset's start `count` on its lists, as much of it as the recording shows each list
+/// held ([`StartLists`]), and returns the rest: it is on lists the flow does not allocate from
+/// (a page-fault loop's trace shows its CPU's list empty at every refill while the count stays
+/// thousands of pages above it).
 fn place_start_lists(
     st: &mut PcpState,
-    lists: Option<&BTreeMap<(u8, MigrateType), ListStart>>,
+    lists: Option<&BTreeMap<(u8, MigrateType), u64>>,
     count: u64,
 ) -> Result<u64> {
     let mut left = count;
-    let used: Vec<(&(u8, MigrateType), &ListStart)> = lists
-        .into_iter()
-        .flatten()
-        .filter(|((order, _), _)| st.pcp_allowed_order(*order))
-        .collect();
-    for (&(order, mt), l) in &used {
-        let b = l.blocks.min(left >> order);
-        st.add_pages_mt(order, mt, u32::try_from(b).unwrap_or(u32::MAX))?;
-        left -= b << order;
-    }
-    let open: Vec<_> = used
-        .iter()
-        .filter(|(_, l)| !l.refilled && l.freed_pages > 0)
-        .collect();
-    let freed: u64 = open.iter().map(|(_, l)| l.freed_pages).sum();
-    if freed == 0 {
-        return Ok(left);
-    }
-    let rest = left;
-    for (&(order, mt), l) in open {
-        let share = (u128::from(rest) * u128::from(l.freed_pages) / u128::from(freed)) as u64;
-        let b = (share >> order).min(left >> order);
+    for (&(order, mt), &blocks) in lists.into_iter().flatten() {
+        if !st.pcp_allowed_order(order) {
+            continue;
+        }
+        let b = blocks.min(left >> order);
         st.add_pages_mt(order, mt, u32::try_from(b).unwrap_or(u32::MAX))?;
         left -= b << order;
     }
@@ -670,6 +637,7 @@ pub fn replay<R: BufRead>(
                 cpu,
                 zone: Some(z),
                 pages,
+                ..
             } => {
                 let e = rec.entry((cpu, z)).or_default();
                 e.drains += 1;
@@ -1159,8 +1127,8 @@ mod tests {
 
     /// A flow of one Normal pageset (CPU 0, zone index 0) with `body` as its lines
     /// (`op order count mt` runs, `R pages mt` refills, `D pages` drains).
-    fn lists_of(body: &[&str]) -> BTreeMap<(u8, MigrateType), ListStart> {
-        use crate::measure::record::flow::FlowWriter;
+    fn lists_of(body: &[&str]) -> BTreeMap<(u8, MigrateType), u64> {
+        use crate::measure::record::flow::{DrainedLists, FlowWriter};
         let meta: crate::measure::record::flow::FlowMeta = serde_json::from_str(
             r#"{"kernel":"6.6.0","date_utc":"2026-12-07","command":[],"cpus":[],"sysctl":{},"events":["mm_page_alloc"],"buffer_size_kb":1024,"data_slice_bytes":{},"settled":null}"#,
         )
@@ -1184,6 +1152,19 @@ mod tests {
                     cpu: 0,
                     zone: Some(0),
                     pages: f[1].parse().unwrap(),
+                    lists: (f.len() > 2).then(|| {
+                        let mut d = DrainedLists::default();
+                        for t in &f[2..] {
+                            let (o, rest) = t[1..].split_once('m').unwrap();
+                            let (m, n) = rest.split_once('=').unwrap();
+                            let (o, m, n): (u8, u8, u32) =
+                                (o.parse().unwrap(), m.parse().unwrap(), n.parse().unwrap());
+                            for _ in 0..n >> o {
+                                assert!(d.add(o, m));
+                            }
+                        }
+                        d
+                    }),
                 },
                 op => FlowLine::Run {
                     cpu: 0,
@@ -1212,12 +1193,12 @@ mod tests {
     }
 
     #[test]
-    fn a_list_refilled_before_any_drain_held_its_deficit_and_no_more() {
-        // Five movable pages taken, then a refill: the movable list held exactly five, so
-        // the other 95 of the count are on lists the flow never allocates from.
+    fn a_list_refilled_held_its_deficit_and_the_rest_is_on_other_lists() {
+        // Five movable pages taken (seven allocated, two freed), then a refill: the movable
+        // list held exactly five, so the other 95 of the count are on lists the flow never
+        // allocates from.
         let lists = lists_of(&["f 0 2 m1", "a 0 7 m1", "R 8 m1", "a 0 3 m1"]);
-        let l = lists[&(0, MigrateType::Movable)];
-        assert_eq!((l.blocks, l.refilled, l.freed_pages), (5, true, 2));
+        assert_eq!(lists[&(0, MigrateType::Movable)], 5);
         let mut st = pageset();
         let left = place_start_lists(&mut st, Some(&lists), 100).unwrap();
         assert_eq!(left, 95);
@@ -1225,28 +1206,24 @@ mod tests {
     }
 
     #[test]
-    fn a_list_drained_before_its_first_refill_takes_the_rest_of_the_count() {
-        // The same stream with a drain first: it took pages of lists the trace does not
-        // name, so five is only a lower bound, and the list the flow frees to holds the
-        // rest (a large high's list full of what the workload freed).
-        let lists = lists_of(&["f 0 2 m1", "D 8", "a 0 7 m1", "R 8 m1", "a 0 3 m1"]);
-        let l = lists[&(0, MigrateType::Movable)];
-        assert_eq!((l.blocks, l.refilled), (5, false));
+    fn blocks_drained_before_the_first_refill_were_on_their_lists() {
+        // The same stream with a drain first that took 40 movable order-0 pages and two
+        // order-3 unmovable blocks: the movable list held 45, the order-3 list at least 2.
+        let lists = lists_of(&[
+            "f 0 2 m1",
+            "D 56 o0m1=40 o3m0=16",
+            "a 0 7 m1",
+            "R 8 m1",
+            "a 0 3 m1",
+        ]);
+        assert_eq!(lists[&(0, MigrateType::Movable)], 45);
+        assert_eq!(lists[&(3, MigrateType::Unmovable)], 2);
         let mut st = pageset();
         let left = place_start_lists(&mut st, Some(&lists), 100).unwrap();
-        assert_eq!(left, 0);
-        assert_eq!(st.list_blocks_mt(0, MigrateType::Movable), 100);
-    }
-
-    #[test]
-    fn the_rest_is_shared_by_the_pages_freed_to_each_open_list() {
-        // Never refilled: movable got 30 pages of frees, unmovable 10: the 100 pages split
-        // 75 / 25 (no deficit on either).
-        let lists = lists_of(&["f 0 30 m1", "f 0 10 m0"]);
-        let mut st = pageset();
-        let left = place_start_lists(&mut st, Some(&lists), 100).unwrap();
-        assert_eq!(left, 0);
-        assert_eq!(st.list_blocks_mt(0, MigrateType::Movable), 75);
-        assert_eq!(st.list_blocks_mt(0, MigrateType::Unmovable), 25);
+        assert_eq!(left, 100 - 45 - 16);
+        // A drain of a flow before format 5 names no list: nothing is known of it.
+        let lists = lists_of(&["f 0 2 m1", "D 56", "a 0 7 m1", "R 8 m1", "a 0 3 m1"]);
+        assert_eq!(lists[&(0, MigrateType::Movable)], 5);
+        assert_eq!(lists.len(), 1);
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pcpmodel::measure::record::flow::FlowReader;
+use pcpmodel::measure::record::flow::{FlowLine, FlowReader};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pcpmodel");
 
@@ -152,7 +152,15 @@ fn a_normal_end_restores_and_the_flow_reads_back() {
     let v = record_json(&f);
     let file = std::fs::File::open(&f.out).unwrap();
     let mut r = FlowReader::open(std::io::BufReader::new(file), "x.flow").unwrap();
-    while r.next_line().unwrap().is_some() {}
+    let mut drained = Vec::new();
+    while let Some(l) = r.next_line().unwrap() {
+        if let FlowLine::Drain { lists, .. } = l {
+            drained.push(lists.map(|d| d.iter().collect::<Vec<_>>()));
+        }
+    }
+    // Each drain names its list: two order-3 blocks of an unmovable pageblock.
+    assert_eq!(drained.len(), 50);
+    assert!(drained.iter().all(|d| d == &Some(vec![(3, 0, 16)])));
     assert_eq!(r.meta.kernel, "6.18.0");
     let end = r.end.unwrap();
     // 50 rounds of the trace above: the counts are the trace's, event for event.

@@ -2,7 +2,7 @@
 //! recording is written and read as a stream.
 //!
 //! ```text
-//! # pcpmodel flow 4
+//! # pcpmodel flow 5
 //! meta {"kernel": "6.18.0", ...}            the recording: kernel, sysctls, events, command
 //! pagesets_start {"0/Normal": {...}}       each zone's span, managed pages and per-CPU pageset
 //! a CPU ZONE PID ORDER COUNT [xREPEAT] [mMT]  a run of COUNT allocations of ORDER by task PID
@@ -11,7 +11,9 @@
 //!                                          while the CPU's pcp lock was held, to the buddy
 //!                                          allocator past the lists (format 4)
 //! R CPU ZONE PAGES [mMT]                   a refill: rmqueue_bulk() took PAGES under zone->lock
-//! D CPU ZONE PAGES                         a drain: free_pcppages_bulk() gave PAGES back
+//! D CPU ZONE PAGES [oOmM=N ...]           a drain: free_pcppages_bulk() gave PAGES back, N of
+//!                                          them from the list of order O and migratetype M
+//!                                          (mm_page_pcpu_drain prints both; format 5)
 //! L CPU EVENTS                             the trace lost EVENTS events of that CPU
 //! T MS                                     MS milliseconds of trace time since the first event
 //! refill_sources {"1": {...}}             per refilling CPU: its refilled blocks by pages the
@@ -38,7 +40,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// First line of every flow file.
-pub const MAGIC: &str = "# pcpmodel flow 4";
+pub const MAGIC: &str = "# pcpmodel flow 5";
+
+/// The format before drains named their lists, still read (its `D` lines carry the pages only).
+pub const MAGIC_4: &str = "# pcpmodel flow 4";
 
 /// The format before direct frees, still read (its frees are all `f`, the direct ones among
 /// them).
@@ -281,6 +286,9 @@ pub enum FlowLine {
         zone: Option<u8>,
         /// Base pages.
         pages: u64,
+        /// The pages by list (None: not recorded, before format 5, or a drained block whose
+        /// migratetype the trace did not print).
+        lists: Option<DrainedLists>,
     },
     /// `events` lost from `cpu`'s trace buffer.
     Lost {
@@ -294,6 +302,58 @@ pub enum FlowLine {
         /// Milliseconds.
         ms: u64,
     },
+}
+
+/// Orders a pageset keeps lists for: 0-3, and `pageblock_order` (9 on x86-64: THPs).
+const LIST_ORDERS: [u8; 5] = [0, 1, 2, 3, 9];
+
+/// Migratetypes with lists of their own (unmovable, movable, reclaimable).
+const LIST_TYPES: u8 = 3;
+
+/// Base pages one drain took from each list (order, migratetype): what the trace's
+/// mm_page_pcpu_drain lines show of which lists a free_pcppages_bulk() call emptied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DrainedLists([u32; LIST_ORDERS.len() * LIST_TYPES as usize]);
+
+impl DrainedLists {
+    fn slot(order: u8, mt: u8) -> Option<usize> {
+        let o = LIST_ORDERS.iter().position(|&x| x == order)?;
+        // Highatomic and CMA blocks sit on the movable lists (free_frozen_pages()).
+        let m = if mt < LIST_TYPES { mt } else { 1 };
+        Some(o * LIST_TYPES as usize + usize::from(m))
+    }
+
+    /// Adds a drained block of `order` from the list of `mt`; false for an order no list
+    /// holds.
+    pub fn add(&mut self, order: u8, mt: u8) -> bool {
+        match Self::slot(order, mt) {
+            Some(i) => {
+                self.0[i] = self.0[i].saturating_add(1 << order);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// (order, migratetype, base pages) of every list the drain took pages from.
+    pub fn iter(&self) -> impl Iterator<Item = (u8, u8, u32)> + '_ {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| {
+                (
+                    LIST_ORDERS[i / LIST_TYPES as usize],
+                    (i % LIST_TYPES as usize) as u8,
+                    n,
+                )
+            })
+    }
+
+    /// Base pages over every list.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|&n| u64::from(n)).sum()
+    }
 }
 
 impl FlowLine {
@@ -374,8 +434,17 @@ impl FlowLine {
             } => {
                 writeln!(w, "R {cpu} {} {pages}{}", ZoneToken(zone), MtToken(mt))
             }
-            FlowLine::Drain { cpu, zone, pages } => {
-                writeln!(w, "D {cpu} {} {pages}", ZoneToken(zone))
+            FlowLine::Drain {
+                cpu,
+                zone,
+                pages,
+                lists,
+            } => {
+                write!(w, "D {cpu} {} {pages}", ZoneToken(zone))?;
+                for (o, m, n) in lists.iter().flat_map(|l| l.iter()) {
+                    write!(w, " o{o}m{m}={n}")?;
+                }
+                writeln!(w)
             }
             FlowLine::Lost { cpu, events } => writeln!(w, "L {cpu} {events}"),
             FlowLine::Time { ms } => writeln!(w, "T {ms}"),
@@ -710,7 +779,7 @@ impl<R: BufRead> FlowReader<R> {
                 "flow format 1 has no zone per line, which replay needs: record the flow again",
             ));
         }
-        if first != MAGIC && first != MAGIC_3 && first != MAGIC_2 {
+        if first != MAGIC && first != MAGIC_4 && first != MAGIC_3 && first != MAGIC_2 {
             return Err(Error::parse(
                 label,
                 1,
@@ -954,7 +1023,7 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
             })
         }
         Some(k @ ("R" | "D")) => {
-            if !(k == "R" && f.len() == 5) {
+            if !((k == "R" && f.len() == 5) || (k == "D" && f.len() > 4)) {
                 exact(4)?;
             }
             let (cpu, zone, pages) = (cpu(1)?, zone(2)?, num(3, "pages")?);
@@ -967,7 +1036,56 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
                     mt,
                 }
             } else {
-                FlowLine::Drain { cpu, zone, pages }
+                let lists = if f.len() > 4 {
+                    let mut d = DrainedLists::default();
+                    for t in &f[4..] {
+                        let parsed = t
+                            .strip_prefix('o')
+                            .and_then(|t| t.split_once('m'))
+                            .and_then(|(o, r)| r.split_once('=').map(|(m, n)| (o, m, n)))
+                            .and_then(|(o, m, n)| {
+                                Some((
+                                    o.parse::<u8>().ok()?,
+                                    m.parse::<u8>().ok()?,
+                                    n.parse::<u32>().ok()?,
+                                ))
+                            });
+                        let slot = parsed.and_then(|(o, m, n)| {
+                            DrainedLists::slot(o, m)
+                                .filter(|_| m < LIST_TYPES && n > 0)
+                                .map(|i| (i, n))
+                        });
+                        match slot {
+                            Some((i, n)) if d.0[i] == 0 => d.0[i] = n,
+                            _ => {
+                                return Err(bad(
+                                    "drained list",
+                                    format!(
+                                        "'{t}' is not oOmM=N (O one of 0, 1, 2, 3, 9; M 0-2; N > 0 pages; each list once)"
+                                    ),
+                                ))
+                            }
+                        }
+                    }
+                    if d.total() != pages {
+                        return Err(bad(
+                            "drained list",
+                            format!(
+                                "the lists' pages add up to {}, not the drain's {pages}",
+                                d.total()
+                            ),
+                        ));
+                    }
+                    Some(d)
+                } else {
+                    None
+                };
+                FlowLine::Drain {
+                    cpu,
+                    zone,
+                    pages,
+                    lists,
+                }
             })
         }
         Some("T") => {
@@ -1062,6 +1180,7 @@ mod tests {
             cpu: 1,
             zone: Some(0),
             pages: 64,
+            lists: None,
         });
         let text = written(&v);
         assert!(text.contains("a 0 0 7 3 8 x5\n"), "{text}");
@@ -1132,6 +1251,56 @@ mod tests {
         let bad = text.replace("f 0 0 7 0 3", "f 0 0 7 0 3 m9");
         let e = read_all(&bad).unwrap_err().to_string();
         assert!(e.contains("flow:5") && e.contains("migratetype"), "{e}");
+    }
+
+    #[test]
+    fn drains_name_their_lists_and_format_4_drains_still_read() {
+        let mut d = DrainedLists::default();
+        for _ in 0..40 {
+            assert!(d.add(0, 1));
+        }
+        // An order-3 unmovable block; a THP (order 9); a highatomic block (type 4) is on the
+        // movable list; order 5 is on no list.
+        assert!(d.add(3, 0) && d.add(9, 1) && d.add(0, 4));
+        assert!(!d.add(5, 1));
+        let drain = FlowLine::Drain {
+            cpu: 0,
+            zone: Some(0),
+            pages: 561,
+            lists: Some(d),
+        };
+        let text = written(&[run(0, Op::Free, 0, 600), drain]);
+        assert!(
+            text.contains("\nD 0 0 561 o0m1=41 o3m0=8 o9m1=512\n"),
+            "{text}"
+        );
+        let lines = |t: &str| -> Result<Vec<FlowLine>> {
+            let mut r = FlowReader::open(t.as_bytes(), "flow")?;
+            let mut v = Vec::new();
+            while let Some(l) = r.next_line()? {
+                v.push(l);
+            }
+            Ok(v)
+        };
+        assert_eq!(lines(&text).unwrap()[1], drain);
+        let four = text
+            .replacen(MAGIC, MAGIC_4, 1)
+            .replace(" o0m1=41 o3m0=8 o9m1=512", "");
+        assert!(matches!(
+            lines(&four).unwrap()[1],
+            FlowLine::Drain { lists: None, .. }
+        ));
+        for (bad, why) in [
+            ("o0m1=40 o3m0=8 o9m1=512", "add up to 560"),
+            ("o0m1=41 o3m0=8 o9m3=512", "oOmM=N"),
+            ("o0m1=41 o4m0=8 o9m1=512", "oOmM=N"),
+            ("o0m1=41 o0m1=8 o9m1=512", "each list once"),
+            ("o0m1=41 o3m0=x o9m1=512", "oOmM=N"),
+        ] {
+            let t = text.replace("o0m1=41 o3m0=8 o9m1=512", bad);
+            let e = lines(&t).unwrap_err().to_string();
+            assert!(e.contains("drained list") && e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

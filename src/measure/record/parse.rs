@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::flow::{FlowLine, Op, RefillSources, ZoneSpans, TIME_MARK_MS};
+use super::flow::{DrainedLists, FlowLine, Op, RefillSources, ZoneSpans, TIME_MARK_MS};
 
 /// The kmem events a recording enables, all required. `mm_page_free_batched` is not among them:
 /// a batched free emits `mm_page_free` too (free_pages_prepare() traces every free; the
@@ -207,7 +207,7 @@ fn trace_seconds(line: &str) -> Option<f64> {
 enum Open {
     Run(FlowLine),
     Refill(Option<u8>, u64, Option<u8>),
-    Drain(Option<u8>, u64),
+    Drain(Option<u8>, u64, Option<DrainedLists>),
 }
 
 /// `pageblock_order` on x86-64: a pageblock is 512 pages, and the kernel frees a page to the
@@ -309,7 +309,12 @@ impl Grouper {
                 pages,
                 mt,
             }),
-            Some(Open::Drain(zone, pages)) => out.push(FlowLine::Drain { cpu, zone, pages }),
+            Some(Open::Drain(zone, pages, lists)) => out.push(FlowLine::Drain {
+                cpu,
+                zone,
+                pages,
+                lists,
+            }),
             None => {}
         }
     }
@@ -456,14 +461,26 @@ impl Grouper {
                     }
                 }
                 *n += 1 << order;
-                if let Some(Open::Drain(z, p)) = self.open.get_mut(&cpu) {
+                // The block's list, when the trace names its type (an order no list holds,
+                // or no type: the drain's lists are not known).
+                let add = |l: &mut Option<DrainedLists>| {
+                    if let Some(d) = l {
+                        if !mt.is_some_and(|m| d.add(order, m)) {
+                            *l = None;
+                        }
+                    }
+                };
+                if let Some(Open::Drain(z, p, l)) = self.open.get_mut(&cpu) {
                     if *z == zone {
                         *p += 1 << order;
+                        add(l);
                         return;
                     }
                 }
                 self.close(cpu, out);
-                self.open.insert(cpu, Open::Drain(zone, 1 << order));
+                let mut l = Some(DrainedLists::default());
+                add(&mut l);
+                self.open.insert(cpu, Open::Drain(zone, 1 << order, l));
             }
             TraceEvent::Lost { events, .. } => {
                 self.close(cpu, out);
@@ -545,7 +562,13 @@ CPU:1 [LOST 12 EVENTS]
                 FlowLine::Drain {
                     cpu: 1,
                     zone: Some(0),
-                    pages: 16
+                    pages: 16,
+                    // Two order-3 blocks of unmovable pageblocks: the unmovable order-3 list.
+                    lists: Some({
+                        let mut d = DrainedLists::default();
+                        assert!(d.add(3, 0) && d.add(3, 0));
+                        d
+                    })
                 },
                 FlowLine::Lost { cpu: 1, events: 12 },
                 FlowLine::Run {
