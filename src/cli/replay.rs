@@ -22,6 +22,12 @@ Without setting flags the replay runs the recorded setting and shows how closely
 the kernel's own refills and drains; with them it answers what that setting would have done to
 the same stream. Rows without a recorded value are ones the kmem tracepoints cannot show.
 
+At another setting the lists start as the recorded ones leave them once settled, and the
+stream runs a second time from empty lists (as after drain_all_pages()). Near a workload's own
+region a list either holds a whole cycle of it or drains and refills every cycle, and what it
+held when the setting took effect decides which: where the two starts differ by more than a
+tenth, the rows 'from empty lists' and a note give the other end.
+
 --fraction recomputes pcp->high (and batch) from each zone's size with the kernel's formulas;
 --high sets pcp->high of every pageset (on 6.7+ both high_min and high_max: auto-tuning off);
 --kernel runs another version's rules (the limits recomputed for it).

@@ -527,3 +527,33 @@ fn lists_can_start_as_another_snapshot_shows_them() {
     assert_ne!(code, 0);
     assert!(err.contains("nope.txt"), "{err}");
 }
+
+#[test]
+fn a_setting_where_the_start_decides_shows_both_ends() {
+    // A loop of 16 allocations and 16 frees on one CPU at high 20 (6.6, batch 8). From full
+    // lists every loop's frees reach the high and drain, and the next loop refills; from
+    // empty lists the list holds the whole loop and neither happens again. A replay at another
+    // setting runs both starts and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for _ in 0..50 {
+        lines.push(run(0, 1, Op::Alloc, 0, 16));
+        lines.push(run(0, 1, Op::Free, 0, 16));
+    }
+    let flow = write_flow(
+        &dir.path().join("loop.flow"),
+        &meta("6.6.0", 0),
+        &pagesets(20, 8, 20),
+        &lines,
+    );
+    let v = replay_json(&flow, &["--high", "20"]);
+    let settled = quantity(&v, "refills per 1000 allocations").1;
+    let (rec, empty) = quantity(&v, "refills per 1000 allocations, from empty lists");
+    assert_eq!(rec, None);
+    assert!(settled > 10.0 * empty.max(1.0), "{settled} vs {empty}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("The start matters"), "{notes}");
+    // At the recorded setting the replay is the check against the kernel: one start only.
+    let v = replay_json(&flow, &[]);
+    assert!(!v["quantities"].to_string().contains("from empty lists"));
+}
