@@ -9,7 +9,9 @@ setting in the other recording. mode `blind-start`: the same, its lists starting
 recording's /proc/zoneinfo showed them before its workload ran (`--start-from-against`): what
 earlier work left on the lists is the machine's state, not the workload's. A rate is checked where the recording at that setting counted
 at least 100 events of it; the direction (blind rows) is the sign of the change from the
-default's recorded rate, replayed against recorded.
+default's recorded rate, replayed against recorded. Where the start decides a setting, a blind
+replay also gives the rate from empty lists (`empty_lists`); `within_band` says whether the
+recorded rate lies between the two ends, widened by 10 % (empty when the two starts agree).
 
     tools/replay_check.py [FLOWDIR] > check.csv
 """
@@ -51,7 +53,8 @@ def main():
     workloads = sorted({n.rsplit("-f", 1)[0] for n in names})
     w = csv.writer(sys.stdout)
     w.writerow(["mode", "workload", "fraction", "quantity", "recorded_default", "recorded", "replayed",
-                "diff_pct", "recorded_count", "checked", "within_10pct", "direction_right"])
+                "diff_pct", "recorded_count", "checked", "within_10pct", "direction_right",
+                "empty_lists", "within_band"])
     for wl in workloads:
         base = os.path.join(flows, f"{wl}-f0.flow.gz")
         if not os.path.exists(base):
@@ -71,7 +74,7 @@ def main():
                 within = checked and diff is not None and abs(diff) <= 10
                 w.writerow(["own", wl, f, short, "", f"{rec:.4g}", f"{rep:.4g}",
                             "" if diff is None else f"{diff:+.1f}", n[short], int(checked),
-                            int(within), ""])
+                            int(within), "", "", ""])
             if f == 0:
                 continue
             for mode, extra in (("blind", []), ("blind-start", ["--start-from-against"])):
@@ -91,9 +94,15 @@ def blind_rows(w, wl, f, n, at_default, mode, quantities):
         sign = lambda x: 0 if abs(x) < 1e-12 else (1 if x > 0 else -1)
         direction = sign(rep - d0) == sign(rec - d0) or (
             abs(rec - d0) <= 0.1 * max(d0, 1e-9) and abs(rep - d0) <= 0.1 * max(d0, 1e-9))
+        empty = blind.get(name + ", from empty lists")
+        band = ""
+        if empty is not None:
+            lo, hi = sorted((rep, empty["replayed"]))
+            band = int(checked and 0.9 * lo <= rec <= 1.1 * hi)
         w.writerow([mode, wl, f, short, f"{d0:.4g}", f"{rec:.4g}", f"{rep:.4g}",
                     "" if diff is None else f"{diff:+.1f}", n[short], int(checked),
-                    int(within), int(direction)])
+                    int(within), int(direction),
+                    "" if empty is None else f"{empty['replayed']:.4g}", band])
 
 
 if __name__ == "__main__":
