@@ -489,7 +489,7 @@ impl Prepared {
                 return Err(e);
             }
         };
-        // The reader only ends after this send fails or after `stop`.
+        // A reader that already failed has dropped its end: its error comes back at the join.
         let _ = started.send((meta.clone(), start));
         let t0 = Instant::now();
         let limit = cfg.seconds.map(Duration::from_secs_f64);
