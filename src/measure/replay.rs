@@ -9,8 +9,10 @@
 //! the kernel refills it, and a drain before that names the lists it took blocks from (format
 //! 5). The rest of the count is on lists the flow does not allocate from (a page-fault loop's
 //! trace shows its CPU's list empty at every refill while the count stays thousands of pages
-//! above it), where it takes room under `pcp->high` until a drain reaches it. The vmstat tick runs at every whole
-//! second of trace time. The file is read as a stream, never whole.
+//! above it), where it takes room under `pcp->high` until a drain reaches it. At another
+//! setting the lists start settled there, and the stream also runs from empty lists
+//! ([`replay_file_from`]). The vmstat tick runs at every whole second of trace time. The file
+//! is read as a stream, never whole.
 //!
 //! What the replay is compared with: the recorded refills (`rmqueue_bulk()` calls) and drains
 //! (`free_pcppages_bulk()` calls), the drains that came on a free of order 1-3 (a drain line
