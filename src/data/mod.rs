@@ -2,8 +2,8 @@
 //!
 //! Every table of numbers printed in the seed threads (`shared/seeds/000..004`) is transcribed
 //! into one CSV file under `data/`, with a header row whose column names carry their units.
-//! The files are compiled into the library with `include_str!`; [`catalogue`] lists them and the
-//! typed loaders ([`histograms_000`], [`memcg_001`], [`numa_stat_002`], [`perf_lock_003`],
+//! The files are compiled into the library with `include_str!`; [`catalogue`](mod@catalogue)
+//! lists them and the typed loaders ([`histograms_000`], [`memcg_001`], [`numa_stat_002`], [`perf_lock_003`],
 //! [`shell8_score_003`], [`netperf_004`], [`hardware_facts`]) parse them with the `csv` crate and
 //! serde. A parse error names the file, the 1-based line and the column.
 //!

@@ -96,7 +96,7 @@ pub struct CsvColumns<'a> {
 const MAX_ECHO_CHARS: usize = 40;
 
 /// A cell (or any user text) as an error message shows it: control characters escaped (a NUL
-/// or a tab is visible), at most [`MAX_ECHO_CHARS`] characters with `…` when cut (a
+/// or a tab is visible), at most `MAX_ECHO_CHARS` characters with `…` when cut (a
 /// two-million-digit cell is not echoed in full).
 pub fn echo(cell: &str) -> String {
     let mut out = String::new();

@@ -15,7 +15,7 @@ use crate::error::Result;
 /// Open-ended rows (`(..., 0)`, `[100, ...)`) and negative buckets are accepted only when
 /// empty: a latency histogram with samples outside its range has no usable bounds.
 ///
-/// Strict, like [`funclatency`]: an unreadable row while rows continue after it, and a gap
+/// Strict, like `funclatency`: an unreadable row while rows continue after it, and a gap
 /// between printed buckets (bpftrace prints every bucket between the first and the last
 /// non-empty one), are errors naming the line. See [`ParseOptions`] for the lenient mode.
 pub fn bpftrace(text: &str, file: &str, unit: TimeUnit) -> Result<Vec<ImportedHistogram>> {

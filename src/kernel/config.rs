@@ -3,11 +3,11 @@
 //!
 //! # Equations
 //! The boot sequence, each step a kernel function mirrored in this module's siblings:
-//! 1. [`decide_min_free_kbytes`](crate::kernel::watermarks::decide_min_free_kbytes): sqrt rule,
+//! 1. [`crate::kernel::watermarks::decide_min_free_kbytes`]: sqrt rule,
 //!    then khugepaged's raise when THP is `always` or `madvise`.
-//! 2. [`setup_per_zone_wmarks`](crate::kernel::watermarks::setup_per_zone_wmarks) with the final
+//! 2. [`crate::kernel::watermarks::setup_per_zone_wmarks`] with the final
 //!    `min_free_kbytes`.
-//! 3. [`zone_set_pageset_high_and_batch`](crate::kernel::pageset::zone_set_pageset_high_and_batch)
+//! 3. [`crate::kernel::pageset::zone_set_pageset_high_and_batch`]
 //!    for every populated zone, with `cpu_online` = 0.
 //!
 //! # Assumptions

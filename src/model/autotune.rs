@@ -483,7 +483,7 @@ impl PairFlow {
 pub const VMSTAT_INTERVAL_NS: f64 = 1e9;
 
 /// Work per 4 KiB page that paces a [`live_high`] run against the vmstat tick, ns: the order of
-/// thread 004's fitted work. It moves nothing while a run of [`LIVE_HIGH_MESSAGES`] stays
+/// thread 004's fitted work. It moves nothing while a run of `LIVE_HIGH_MESSAGES` stays
 /// under one tick (below about 2 us per page for order-3 blocks): the kernel's rules between
 /// ticks count events, not time.
 pub const LIVE_HIGH_PACE_NS_PER_PAGE: f64 = 300.0;

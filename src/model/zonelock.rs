@@ -7,7 +7,7 @@
 //! task in phases, interleaved, or after the interval); thread 000's loop is its `Phases` case.
 //!
 //! # Equations
-//! **1. Pages per hold.** One CPU's pageset of its node's Normal zone ([`PcpState`], the kernel's
+//! **1. Pages per hold.** One CPU's pageset of its node's Normal zone (`PcpState`, the kernel's
 //! `nr_pcp_alloc()` / `nr_pcp_high()` / `nr_pcp_free()` for the version, `mm/page_alloc.c`
 //! 6.7–6.18) is stepped through one iteration of the loop after one warm-up iteration: an
 //! allocation phase of `A = pages_per_iteration` order-0 allocations, then a free phase of `A`

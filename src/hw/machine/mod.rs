@@ -1,5 +1,5 @@
 //! Machine descriptions: topology, memory, caches, latencies and clock, each value with its
-//! provenance ([`Sourced`]).
+//! provenance (`Sourced`).
 //!
 //! Machine files live in `models/` (TOML, one per machine) and are compiled into the binary; a path
 //! to a TOML file of the same schema can be used wherever a built-in name is accepted.
@@ -8,7 +8,7 @@
 //!
 //! [`Machine::validate`] rejects machines that cannot exist (an LLC smaller than the L2, zero
 //! cores, a negative or NaN latency, latencies out of order, a source string without a known
-//! kind, ...) with [`Error::Invalid`] naming the file and the dotted field. Helpers such as
+//! kind, ...) with `Error::Invalid` naming the file and the dotted field. Helpers such as
 //! [`Machine::cpus`], [`Machine::cpus_per_node`], [`Machine::l2_bytes`] and
 //! [`Machine::llc_bytes_per_domain`] give the counts the kernel formulas and cost models need.
 //!

@@ -130,7 +130,7 @@ pub struct MinFreeMatch {
     pub tried: Vec<(String, u64)>,
 }
 
-/// The result of [`check_zoneinfo`].
+/// The result of `check_zoneinfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ZoneinfoCheck {
     /// Kernel version used.

@@ -2,7 +2,7 @@
 //! LLC's inclusivity from CPUID.
 //!
 //! # Method
-//! - **Load-to-use** ([`chase`]): one pointer per 64-byte line, the lines linked into one random
+//! - **Load-to-use** (`chase`): one pointer per 64-byte line, the lines linked into one random
 //!   cycle, so every load depends on the previous one and the prefetchers cannot guess the next
 //!   line. The chase loop is a few instructions of inline assembly on x86_64 and aarch64.
 //!   Working sets: half the L1d; a quarter of the L2, at least four L1s (a cyclic pass over four
@@ -17,7 +17,7 @@
 //!   aligned and `madvise(MADV_HUGEPAGE)`d (the share that got huge pages is read back from
 //!   /proc/self/smaps); DRAM is measured again with 4 KiB pages: the difference is the page
 //!   walk, kept apart from the DRAM latency.
-//! - **Core-to-core** ([`c2c`]): two threads pinned with `sched_setaffinity` hand one cache line
+//! - **Core-to-core** (`c2c`): two threads pinned with `sched_setaffinity` hand one cache line
 //!   back and forth (`lock cmpxchg`); one-way = round trip / 2, the convention of
 //!   `models/README.md`. One pair class per relation the topology has.
 //! - **Inclusivity**: CPUID deterministic cache parameters, EDX bit 1 of the LLC's entry.

@@ -260,7 +260,7 @@ pub(super) struct ArrivalView {
     pub(super) others: usize,
 }
 
-/// Exact M/M/1//N solution (see [`machine_repairman`]).
+/// Exact M/M/1//N solution (see `machine_repairman`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MachineRepairman {
     /// `p_k`, k = 0..=N: probability that k CPUs are at the lock (holding or waiting).
@@ -279,7 +279,7 @@ pub struct MachineRepairman {
     pub p_contended: f64,
 }
 
-/// Exact finite-source M/G/1//N mean values (see [`finite_source_mg1`]).
+/// Exact finite-source M/G/1//N mean values (see `finite_source_mg1`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FiniteSource {
     /// Fraction of time the lock is free.

@@ -311,13 +311,13 @@ fn walk_structure(depth: u32, code: CounterCode) -> (Vec<CounterLine>, WalkVisit
 ///
 /// `stats_flush_threshold` (`memcg_rstat_updated()`, 6.0): one `atomic_add` each time a CPU's
 /// |MEMCG_SOCK| updates pass `MEMCG_CHARGE_BATCH` pages: 1 per flush (flushes counted by
-/// [`simulate_stock`], not per walk). The same transfers in program order: [`walk_visits`].
+/// `simulate_stock`, not per walk). The same transfers in program order: [`walk_visits`].
 pub fn counter_lines(depth: u32, code: CounterCode) -> Vec<CounterLine> {
     walk_structure(depth, code).0
 }
 
 /// The transfers of [`counter_lines`] in program order, one entry per transfer (the order
-/// decides when two SMT siblings can share a transfer, see [`MemcgModel::estimate`]).
+/// decides when two SMT siblings can share a transfer, see `MemcgModel::estimate`).
 pub fn walk_visits(depth: u32, code: CounterCode) -> WalkVisits {
     walk_structure(depth, code).1
 }

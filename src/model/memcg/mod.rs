@@ -36,7 +36,7 @@
 //! - Line `i` costs `c_i`, `u_i`, `φ_i` transfers per charge walk, uncharge walk, flush
 //!   ([`counter_lines`]; in program order: [`walk_visits`]); a transfer costs `σ · x̄` (`x̄`
 //!   the mean idle transfer from a random busy CPU on another core,
-//!   [`mean_core_transfer_ns`]; `σ` the free parameter `transfer_scale`).
+//!   `mean_core_transfer_ns`; `σ` the free parameter `transfer_scale`).
 //! - **SMT siblings share transfers.** The threads of a core share its L1D: a thread that needs
 //!   a line its sibling is queued for or fetching is served by the same transfer (a load merges
 //!   into the sibling's outstanding miss; a locked RMW is assumed to run on the core's copy
@@ -44,7 +44,7 @@
 //!   through the rest of the walk together. So a line is a FCFS queue of *cores*, and how much
 //!   work one transfer does grows with the queue: at batch 32 the siblings of the CPUs queued at
 //!   the busiest line are often queued too, at 64 less often. With `a` busy threads per core
-//!   ([`active_threads_per_core`]), at its first transfer on line `i` in a walk an unpaired
+//!   (`active_threads_per_core`), at its first transfer on line `i` in a walk an unpaired
 //!   CPU finds a sibling there with `p_i = 1 − (1 − Q_i/(n−1))^(a−1)`.
 //! - Closed network, approximate mean value analysis (arrival theorem; each line a FCFS
 //!   exponential station of service `σ x̄`, the fixed work a delay of `Z = t₀` ns per payload

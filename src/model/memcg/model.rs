@@ -168,7 +168,7 @@ impl MemcgModel {
 
     /// The same model with `interleave.memcgs` sibling memcgs (leaves under one parent at the
     /// model's depth) sharing every charging CPU, their calls interleaved as `interleave` says,
-    /// on the stock of `code` ([`super::shared`]). Errors: 0 memcgs, `redraw` outside 0..=1.
+    /// on the stock of `code` (`super::shared`). Errors: 0 memcgs, `redraw` outside 0..=1.
     pub fn with_memcgs(mut self, interleave: Interleave, code: StockCode) -> Result<MemcgModel> {
         if interleave.memcgs == 0 {
             return Err(Error::invalid(INPUT, "memcgs", "must be ≥ 1"));
@@ -216,7 +216,7 @@ impl MemcgModel {
     }
 
     /// Throughput per instance in the root memcg (no charging), Mbit/s, with parameters in
-    /// [`PARAM_NAMES`] order.
+    /// `PARAM_NAMES` order.
     pub fn root_throughput_mbps(&self, params: &[f64]) -> Result<f64> {
         let t0 = check_params(params)?[0];
         Ok(1e9 / t0 * PAGE_BYTES as f64 * 8.0 / 1e6)
@@ -239,7 +239,7 @@ impl MemcgModel {
     }
 
     /// Steady-state stock counts of the sender and receiver CPU at `batch_pages`, with
-    /// `ack_uncharge_on_sender` = `f`, and the payload pages they cover ([`MemcgModel::window`];
+    /// `ack_uncharge_on_sender` = `f`, and the payload pages they cover (`MemcgModel::window`;
     /// with several memcgs, [`MemcgModel::shared_counts`]).
     pub fn stock_counts(&self, batch_pages: u32, f: f64) -> Result<([StockCounts; 2], f64)> {
         let (ops, warm, count) = self.window(batch_pages, f)?;
@@ -302,7 +302,7 @@ impl MemcgModel {
         }))
     }
 
-    /// Estimates throughput and terms at `batch_pages` with parameters in [`PARAM_NAMES`] order.
+    /// Estimates throughput and terms at `batch_pages` with parameters in `PARAM_NAMES` order.
     pub fn estimate(&self, params: &[f64], batch_pages: u32) -> Result<MemcgEstimate> {
         let [t0, scale, f] = check_params(params)?;
         if batch_pages == 0 {
@@ -442,7 +442,7 @@ impl MemcgModel {
         })
     }
 
-    /// Default parameter values in [`PARAM_NAMES`] order.
+    /// Default parameter values in `PARAM_NAMES` order.
     pub fn default_params(&self) -> Vec<f64> {
         self.params().iter().map(|p| p.default).collect()
     }

@@ -124,7 +124,7 @@ pub(super) fn rstat(x: &mut u64, n: u64, b: u64, count: bool, c: &mut StockCount
     }
 }
 
-/// The calls each CPU of one netperf instance makes, over [`FLOW_CYCLE_SKBS`] skbs.
+/// The calls each CPU of one netperf instance makes, over `FLOW_CYCLE_SKBS` skbs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuOps {
     /// The netperf (sender) CPU: `sk_wmem` charges, the receiving socket's `sk_rmem` charges
