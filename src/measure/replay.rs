@@ -387,7 +387,7 @@ pub fn replay_file_from(
         let (a, b) = (a.replayed, b.replayed);
         // Ten calls and a tenth apart: beyond a replay's own granularity.
         if (a - b).abs() >= 10.0 && (a - b).abs() > 0.1 * a.max(b) {
-            differ.push(format!("{calls} {b:.0} against {a:.0}"));
+            differ.push(format!("{b:.0} {calls} against {a:.0}"));
         }
         if let Some(q) = alt.quantity(rate) {
             main.quantities.push(Quantity {
@@ -1189,10 +1189,10 @@ mod tests {
     use super::*;
     use crate::kernel::pageset::{PcpHigh, PcpLimits};
 
-    /// A flow of one Normal pageset (CPU 0, zone index 0) with `body` as its lines
-    /// (`op order count mt` runs, `R pages mt` refills, `D pages` drains).
+    /// A flow of one Normal pageset (CPU 0, zone index 0) whose lines are `body`, in the flow
+    /// file's own syntax (`f 0 0 9 0 2 m1`, `D 0 0 56 o0m1=40`), read by its parser.
     fn lists_of(body: &[&str]) -> BTreeMap<(u8, MigrateType), u64> {
-        use crate::measure::record::flow::{DrainedLists, FlowWriter};
+        use crate::measure::record::flow::{parse_line, FlowWriter};
         let meta: crate::measure::record::flow::FlowMeta = serde_json::from_str(
             r#"{"kernel":"6.6.0","date_utc":"2026-12-07","command":[],"cpus":[],"sysctl":{},"events":["mm_page_alloc"],"buffer_size_kb":1024,"data_slice_bytes":{},"settled":null}"#,
         )
@@ -1202,46 +1202,8 @@ mod tests {
         )
         .unwrap();
         let mut w = FlowWriter::new(Vec::new(), "t", &meta, &sets).unwrap();
-        for l in body {
-            let f: Vec<&str> = l.split(' ').collect();
-            let mt = |s: &str| s.strip_prefix('m').map(|n| n.parse().unwrap());
-            w.push(match f[0] {
-                "R" => FlowLine::Refill {
-                    cpu: 0,
-                    zone: Some(0),
-                    pages: f[1].parse().unwrap(),
-                    mt: mt(f[2]),
-                },
-                "D" => FlowLine::Drain {
-                    cpu: 0,
-                    zone: Some(0),
-                    pages: f[1].parse().unwrap(),
-                    lists: (f.len() > 2).then(|| {
-                        let mut d = DrainedLists::default();
-                        for t in &f[2..] {
-                            let (o, rest) = t[1..].split_once('m').unwrap();
-                            let (m, n) = rest.split_once('=').unwrap();
-                            let (o, m, n): (u8, u8, u32) =
-                                (o.parse().unwrap(), m.parse().unwrap(), n.parse().unwrap());
-                            for _ in 0..n >> o {
-                                assert!(d.add(o, m));
-                            }
-                        }
-                        d
-                    }),
-                },
-                op => FlowLine::Run {
-                    cpu: 0,
-                    zone: Some(0),
-                    pid: 9,
-                    op: if op == "a" { Op::Alloc } else { Op::Free },
-                    order: f[1].parse().unwrap(),
-                    count: f[2].parse().unwrap(),
-                    repeat: 1,
-                    mt: mt(f[3]),
-                },
-            })
-            .unwrap();
+        for (i, l) in body.iter().enumerate() {
+            w.push(parse_line("t", i + 4, l, 1).unwrap()).unwrap();
         }
         let (_, out) = w.finish(&sets, 1.0).unwrap();
         let r = FlowReader::open(std::io::Cursor::new(out), "t.flow").unwrap();
@@ -1261,7 +1223,12 @@ mod tests {
         // Five movable pages taken (seven allocated, two freed), then a refill: the movable
         // list held exactly five, so the other 95 of the count are on lists the flow never
         // allocates from.
-        let lists = lists_of(&["f 0 2 m1", "a 0 7 m1", "R 8 m1", "a 0 3 m1"]);
+        let lists = lists_of(&[
+            "f 0 0 9 0 2 m1",
+            "a 0 0 9 0 7 m1",
+            "R 0 0 8 m1",
+            "a 0 0 9 0 3 m1",
+        ]);
         assert_eq!(lists[&(0, MigrateType::Movable)], 5);
         let mut st = pageset();
         let left = place_start_lists(&mut st, Some(&lists), 100).unwrap();
@@ -1274,11 +1241,11 @@ mod tests {
         // The same stream with a drain first that took 40 movable order-0 pages and two
         // order-3 unmovable blocks: the movable list held 45, the order-3 list at least 2.
         let lists = lists_of(&[
-            "f 0 2 m1",
-            "D 56 o0m1=40 o3m0=16",
-            "a 0 7 m1",
-            "R 8 m1",
-            "a 0 3 m1",
+            "f 0 0 9 0 2 m1",
+            "D 0 0 56 o0m1=40 o3m0=16",
+            "a 0 0 9 0 7 m1",
+            "R 0 0 8 m1",
+            "a 0 0 9 0 3 m1",
         ]);
         assert_eq!(lists[&(0, MigrateType::Movable)], 45);
         assert_eq!(lists[&(3, MigrateType::Unmovable)], 2);
@@ -1286,7 +1253,13 @@ mod tests {
         let left = place_start_lists(&mut st, Some(&lists), 100).unwrap();
         assert_eq!(left, 100 - 45 - 16);
         // A drain of a flow before format 5 names no list: nothing is known of it.
-        let lists = lists_of(&["f 0 2 m1", "D 56", "a 0 7 m1", "R 8 m1", "a 0 3 m1"]);
+        let lists = lists_of(&[
+            "f 0 0 9 0 2 m1",
+            "D 0 0 56",
+            "a 0 0 9 0 7 m1",
+            "R 0 0 8 m1",
+            "a 0 0 9 0 3 m1",
+        ]);
         assert_eq!(lists[&(0, MigrateType::Movable)], 5);
         assert_eq!(lists.len(), 1);
     }

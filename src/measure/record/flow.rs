@@ -38,6 +38,7 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::kernel::ops::{MigrateType, MIGRATE_PCPTYPES, PAGEBLOCK_ORDER};
 
 /// First line of every flow file.
 pub const MAGIC: &str = "# pcpmodel flow 5";
@@ -304,11 +305,11 @@ pub enum FlowLine {
     },
 }
 
-/// Orders a pageset keeps lists for: 0-3, and `pageblock_order` (9 on x86-64: THPs).
-const LIST_ORDERS: [u8; 5] = [0, 1, 2, 3, 9];
+/// Orders a pageset keeps lists for: 0-3, and `pageblock_order` (THPs).
+const LIST_ORDERS: [u8; 5] = [0, 1, 2, 3, PAGEBLOCK_ORDER];
 
 /// Migratetypes with lists of their own (unmovable, movable, reclaimable).
-const LIST_TYPES: u8 = 3;
+const LIST_TYPES: u8 = MIGRATE_PCPTYPES as u8;
 
 /// Base pages one drain took from each list (order, migratetype): what the trace's
 /// mm_page_pcpu_drain lines show of which lists a free_pcppages_bulk() call emptied.
@@ -316,11 +317,24 @@ const LIST_TYPES: u8 = 3;
 pub struct DrainedLists([u32; LIST_ORDERS.len() * LIST_TYPES as usize]);
 
 impl DrainedLists {
+    /// The slot of the list of `order` a block of pageblock type `mt` sits on (highatomic and
+    /// CMA blocks on the movable lists, as `MigrateType::from_kernel` maps them).
     fn slot(order: u8, mt: u8) -> Option<usize> {
         let o = LIST_ORDERS.iter().position(|&x| x == order)?;
-        // Highatomic and CMA blocks sit on the movable lists (free_frozen_pages()).
-        let m = if mt < LIST_TYPES { mt } else { 1 };
+        let m = MigrateType::from_kernel(mt).number();
         Some(o * LIST_TYPES as usize + usize::from(m))
+    }
+
+    /// One `oOmM=N` token of a `D` line: its slot and pages (None: not such a token, an order
+    /// no list holds, a type without lists of its own, or no pages).
+    fn parse_token(t: &str) -> Option<(usize, u32)> {
+        let (o, rest) = t.strip_prefix('o')?.split_once('m')?;
+        let (m, n) = rest.split_once('=')?;
+        let (o, m, n) = (o.parse().ok()?, m.parse::<u8>().ok()?, n.parse().ok()?);
+        if m >= LIST_TYPES || n == 0 {
+            return None;
+        }
+        Some((Self::slot(o, m)?, n))
     }
 
     /// Adds a drained block of `order` from the list of `mt`; false for an order no list
@@ -1039,23 +1053,7 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
                 let lists = if f.len() > 4 {
                     let mut d = DrainedLists::default();
                     for t in &f[4..] {
-                        let parsed = t
-                            .strip_prefix('o')
-                            .and_then(|t| t.split_once('m'))
-                            .and_then(|(o, r)| r.split_once('=').map(|(m, n)| (o, m, n)))
-                            .and_then(|(o, m, n)| {
-                                Some((
-                                    o.parse::<u8>().ok()?,
-                                    m.parse::<u8>().ok()?,
-                                    n.parse::<u32>().ok()?,
-                                ))
-                            });
-                        let slot = parsed.and_then(|(o, m, n)| {
-                            DrainedLists::slot(o, m)
-                                .filter(|_| m < LIST_TYPES && n > 0)
-                                .map(|i| (i, n))
-                        });
-                        match slot {
+                        match DrainedLists::parse_token(t) {
                             Some((i, n)) if d.0[i] == 0 => d.0[i] = n,
                             _ => {
                                 return Err(bad(
