@@ -25,6 +25,10 @@ fi
 # Per-CPU ring buffer, KiB: large enough to hold a whole recording, so that no event is lost
 # while the reader (text from trace_pipe) falls behind a page-fault loop on both CPUs.
 buffer_kb=${BUFFER_KB:-393216}
+# DRAIN_FIRST=1 empties every CPU's lists right before each recording (`record --drain-first`),
+# so that every setting starts from the same state whatever ran before it.
+drain_args=()
+if [ -n "${DRAIN_FIRST:-}" ]; then drain_args=(--drain-first); fi
 sysctl_file=/proc/sys/vm/percpu_pagelist_high_fraction
 orig=$(cat "$sysctl_file")
 restore() { echo "$orig" > "$sysctl_file"; }
@@ -53,12 +57,12 @@ for f in "${fractions[@]}"; do
     if [ "$w" = compile ]; then
       make -s -C "$src" clean > /dev/null 2>&1 || true
       rm -f "$src"/*.o
-      "$bin" record --quiet --buffer-kb "$buffer_kb" -o "$out/compile-f$f.flow.gz" -- make -s -j2 -C "$src" > /dev/null
+      "$bin" record --quiet "${drain_args[@]}" --buffer-kb "$buffer_kb" -o "$out/compile-f$f.flow.gz" -- make -s -j2 -C "$src" > /dev/null
       continue
     fi
     extra=()
     if [ "$w" != page-fault ]; then extra=("${defer_args[@]}"); fi
-    "$bin" record --quiet --buffer-kb "$buffer_kb" -o "$out/$w$suffix-f$f.flow.gz" -- \
+    "$bin" record --quiet "${drain_args[@]}" --buffer-kb "$buffer_kb" -o "$out/$w$suffix-f$f.flow.gz" -- \
       "$bin" measure pcp --workload "$w" --fractions "$f" --repeats 1 --seconds "$seconds" --quiet \
       "${extra[@]}" > /dev/null
   done

@@ -345,8 +345,11 @@ pub fn replay_file_from(
 ) -> Result<Replay> {
     let start = start_lists(open_flow(path)?)?;
     let label = path.display().to_string();
+    // A recording that started from emptied lists (`record --drain-first`) has a known start,
+    // and a recording at another setting starts there too: no second start to show.
+    let drained = open_flow(path)?.meta.drained.is_some();
     let empty = match from {
-        None if s.changes_anything() => {
+        None if s.changes_anything() && !drained => {
             let mut pagesets = open_flow(path)?.start.clone();
             let mut held = 0;
             for z in pagesets.values_mut() {
@@ -629,6 +632,11 @@ pub fn replay<R: BufRead>(
                 String::new()
             }
         ));
+    }
+    if s.changes_anything() && from.is_none() && r.meta.drained.is_some() {
+        notes.push(
+            "The recording started from emptied lists (record --drain-first), and so do its lists here: as a recording at this setting with the same protocol would.".into(),
+        );
     }
     if settled_pages > 0 {
         notes.push(format!(

@@ -354,3 +354,100 @@ fn a_sysctl_the_recorded_command_sets_is_the_one_the_flow_carries() {
         "{stdout}"
     );
 }
+
+/// A fake hugetlb sysfs directory with the given sizes (kB), each holding `nr` pages.
+fn hugepages(f: &Fake, sizes_kb: &[u64], nr: u64) -> std::path::PathBuf {
+    let root = f.proc.parent().unwrap().join("hugepages");
+    for kb in sizes_kb {
+        let d = root.join(format!("hugepages-{kb}kB"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("nr_hugepages"), format!("{nr}\n")).unwrap();
+    }
+    root
+}
+
+#[test]
+fn drain_first_allocates_one_gigantic_page_and_gives_the_count_back() {
+    // drain_all_pages() is reachable from user space through alloc_contig_range(): one
+    // gigantic hugetlb page (above the buddy allocator's 4 MiB blocks) allocated and freed.
+    let f = fake(&EVENTS);
+    let hp = hugepages(&f, &[2048, 1048576], 3);
+    let meta = recorded_meta(
+        &f,
+        &["--drain-first", "--hugepages-dir", hp.to_str().unwrap()],
+    );
+    let said = meta
+        .drained
+        .expect("the flow says how its lists were emptied");
+    assert!(said.contains("1048576 kB hugetlb page"), "{said}");
+    // The fake file keeps what is written, as a kernel that found the range does.
+    assert!(said.contains("allocated and freed"), "{said}");
+    // The host's own reserved pages are untouched, the 2 MiB size (a buddy block) unused.
+    assert_eq!(read(&hp.join("hugepages-1048576kB/nr_hugepages")), "3");
+    assert_eq!(read(&hp.join("hugepages-2048kB/nr_hugepages")), "3");
+    assert_restored(&f);
+    // Without the flag nothing is drained and the meta says nothing.
+    assert_eq!(recorded_meta(&f, &[]).drained, None);
+}
+
+#[test]
+fn drain_first_without_a_gigantic_size_is_refused_before_anything_changes() {
+    let f = fake(&EVENTS);
+    let hp = hugepages(&f, &[2048], 0);
+    let out = command(&f, "0.1")
+        .args(["--drain-first", "--hugepages-dir"])
+        .arg(&hp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--drain-first") && err.contains("hugepages-1048576kB"),
+        "{err}"
+    );
+    assert_eq!(read(&hp.join("hugepages-2048kB/nr_hugepages")), "0");
+    assert_eq!(read(&f.tracefs.join("tracing_on")), "0");
+    assert_eq!(
+        read(&f.tracefs.join("buffer_size_kb")),
+        "7 (expanded: 1408)"
+    );
+    assert!(!f.journal.exists());
+    assert!(!f.out.exists());
+}
+
+#[test]
+fn drain_first_then_sigkill_leaves_nr_hugepages_in_the_journal_for_recover() {
+    let f = fake(&EVENTS);
+    let hp = hugepages(&f, &[1048576], 2);
+    let nr = hp.join("hugepages-1048576kB/nr_hugepages");
+    let mut c = command(&f, "60")
+        .args(["--drain-first", "--hugepages-dir"])
+        .arg(&hp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while read(&f.tracefs.join("tracing_on")) != "1" {
+        assert!(c.try_wait().unwrap().is_none(), "record ended early");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "tracing never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let journal = std::fs::read_to_string(&f.journal).unwrap();
+    assert!(journal.contains(nr.to_str().unwrap()), "{journal}");
+    // A killed run between the two writes would leave 3 here: --recover writes 2 back.
+    std::fs::write(&nr, "3\n").unwrap();
+    let st = Command::new(BIN)
+        .args(["record", "--recover", "--journal"])
+        .arg(&f.journal)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    assert_eq!(read(&nr), "2");
+    assert_restored(&f);
+}

@@ -189,6 +189,10 @@ pub struct FlowMeta {
     /// recording was made without settling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<String>,
+    /// How every CPU's lists were emptied right before the start (`record --drain-first`),
+    /// and what they held before and after (`None`: they start as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drained: Option<String>,
 }
 
 pub use crate::model::stream::{RefillSources, REFILL_SOURCE_PAGES};
@@ -1122,6 +1126,7 @@ mod tests {
             buffer_size_kb: 1024,
             data_slice_bytes: BTreeMap::new(),
             settled: None,
+            drained: None,
         }
     }
 

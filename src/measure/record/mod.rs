@@ -56,6 +56,10 @@ pub struct RecordConfig {
     /// Drain every pageset to its `high_max` before the start pagesets are read
     /// ([`settle_pagesets`]).
     pub settle: bool,
+    /// Empty every CPU's lists right before the start pagesets are read ([`drain_pagesets`]),
+    /// through the hugetlb sizes under this directory (`None`: start from the lists as they
+    /// are).
+    pub drain_first: Option<PathBuf>,
 }
 
 /// A recording set up: the guard holds the journal, nothing in tracefs changed yet.
@@ -299,6 +303,76 @@ fn locate_tracefs(given: Option<&Path>) -> Result<(PathBuf, bool)> {
     Ok((PathBuf::from(TRACEFS_DIRS[0]), true))
 }
 
+/// The gigantic hugetlb size under `hugepages` (`hugepages-<kB>kB` above the buddy allocator's
+/// largest block, `4 KiB << MAX_PAGE_ORDER`), the smallest there is, as (kB, its nr_hugepages
+/// file).
+fn gigantic_size(hugepages: &Path) -> Result<(u64, PathBuf)> {
+    let largest_buddy_kb = 4u64 << crate::kernel::ops::MAX_PAGE_ORDER;
+    let sizes = std::fs::read_dir(hugepages)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let kb: u64 = name
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
+            let nr = e.path().join("nr_hugepages");
+            (kb > largest_buddy_kb && nr.exists()).then_some((kb, nr))
+        })
+        .min_by_key(|(kb, _)| *kb);
+    sizes.ok_or_else(|| {
+        Error::Unsupported(format!(
+            "--drain-first: no hugetlb size above {largest_buddy_kb} kB under {} (such as hugepages-1048576kB): allocating one is the kernel's alloc_contig_pages(), which empties every CPU's lists (drain_all_pages()); without it the lists cannot be emptied from user space",
+            hugepages.display()
+        ))
+    })
+}
+
+/// Pages on every pageset's lists.
+fn pages_held(p: &Pagesets) -> i64 {
+    p.values()
+        .flat_map(|z| z.cpus.values())
+        .map(|c| c.count.max(0))
+        .sum()
+}
+
+/// The number a sysfs file holds.
+fn read_number(path: &Path) -> Result<u64> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&label, e))?;
+    tracefs::settable_value(&text)
+        .parse()
+        .map_err(|_| Error::invalid(&label, "value", format!("'{}' is no count", text.trim())))
+}
+
+/// Empties every CPU's lists: allocating one gigantic hugetlb page (`nr_hugepages` one up) runs
+/// `alloc_contig_range()`, which calls `drain_all_pages()`, and the page is freed again at once
+/// (`nr_hugepages` back). Both writes go through the guard, so the original count comes back
+/// on every exit path. A recording that starts so starts from a known state, and a replay at
+/// another setting from the same one, as the kernel's recording at that setting does. Returns
+/// what was done, for the flow's meta: the pages held before and after (pages freed between
+/// the drain and the start's read stay on the lists and are in the start pagesets).
+pub fn drain_pagesets(hugepages: &Path, proc_root: &Path, guard: &TracefsGuard) -> Result<String> {
+    let (kb, nr) = gigantic_size(hugepages)?;
+    let before = pages_held(&zoneinfo(proc_root)?);
+    let original = read_number(&nr)?;
+    guard.set(&nr, &(original + 1).to_string())?;
+    let got = read_number(&nr).ok();
+    guard.set(&nr, &original.to_string())?;
+    let after = pages_held(&zoneinfo(proc_root)?);
+    let page = if got == Some(original + 1) {
+        "allocated and freed"
+    } else {
+        "not allocated (no free contiguous range): the lists may not all have been drained"
+    };
+    Ok(format!(
+        "the lists held {before} pages, and {after} after one {kb} kB hugetlb page ({page}; alloc_contig_range() drains every CPU's lists)"
+    ))
+}
+
 /// The sysctls that decide a recorded flow, by name, from `proc_root` (absent ones left out).
 fn read_sysctls(proc_root: &Path) -> Result<std::collections::BTreeMap<String, i64>> {
     let mut sysctl = std::collections::BTreeMap::new();
@@ -414,7 +488,12 @@ impl Prepared {
             buffer_size_kb: cfg.buffer_kb,
             data_slice_bytes: data_slices(&cfg.cpu_root),
             settled: None,
+            drained: None,
         };
+        if let Some(hp) = &cfg.drain_first {
+            // Fail before anything changes.
+            gigantic_size(hp)?;
+        }
         Ok(Prepared {
             cfg,
             tracefs: dir,
@@ -475,6 +554,9 @@ impl Prepared {
         let begun = (|| {
             if cfg.settle {
                 meta.settled = settle_pagesets(&cfg.proc_root)?;
+            }
+            if let Some(hp) = &cfg.drain_first {
+                meta.drained = Some(drain_pagesets(hp, &cfg.proc_root, &guard)?);
             }
             let start = zoneinfo(&cfg.proc_root)?;
             guard.set(&dir.join("tracing_on"), "1")?;
