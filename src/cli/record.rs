@@ -33,9 +33,9 @@ Before the start, any pageset holding more than its high_max is drained through
 /proc/sys/vm/stat_refresh (--no-settle skips it): lowering vm.percpu_pagelist_high_fraction frees
 nothing, and a recording made right after would show the old setting's pages draining.
 
-With --drain-first every CPU's lists are emptied right before the start (one gigantic hugetlb
-page allocated and freed: the kernel drains all lists to find contiguous memory), so that
-recordings at several settings start alike and `replay` at another setting starts as they do.
+With --drain-first every CPU's lists are drained to the smallest high (batch x 4 pages) right
+before the start, so that recordings at several settings start alike, whatever ran before them,
+and `replay` at another setting starts as they do.
 
 Examples:
   sudo pcpmodel record --drain-first -o make.flow -- make -j2
@@ -73,16 +73,14 @@ pub struct RecordArgs {
     /// shows the workload at this setting, not the previous setting's leftovers draining.
     #[arg(long)]
     pub no_settle: bool,
-    /// Empty every CPU's lists right before the start (the kernel's drain_all_pages(), run by
-    /// allocating and freeing one gigantic hugetlb page, e.g. 1 GiB; nr_hugepages is restored
-    /// like the tracefs files). Recordings then start from a known state instead of whatever
-    /// ran before, and `replay` at another setting starts from the same state: the protocol
-    /// for checking a replay against recordings at several settings.
+    /// Bring every CPU's lists down to the smallest high (batch x 4 pages) right before the
+    /// start: vm.percpu_pagelist_high_fraction is set to its largest value for a moment (journalled
+    /// and restored like the tracefs files) and the vmstat decay drains the lists to that high.
+    /// Recordings at several settings then start alike instead of from whatever ran before,
+    /// and `replay` at another setting starts as they do: the protocol for checking a replay
+    /// against recordings at other settings. Linux 6.7+.
     #[arg(long)]
     pub drain_first: bool,
-    /// The hugetlb sizes' sysfs directory (--drain-first).
-    #[arg(long, hide = true, default_value = "/sys/kernel/mm/hugepages")]
-    pub hugepages_dir: PathBuf,
     /// tracefs directory (default: found, or mounted at /sys/kernel/tracing).
     #[arg(long, hide = true)]
     pub tracefs: Option<PathBuf>,
@@ -131,7 +129,7 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
         output: args.output.clone(),
         journal: args.journal.clone(),
         settle: !args.no_settle,
-        drain_first: args.drain_first.then(|| args.hugepages_dir.clone()),
+        drain_first: args.drain_first,
     };
     let prepared = Prepared::new(cfg)?;
     if let Some(r) = &prepared.recovered {
@@ -217,7 +215,7 @@ pub fn run(args: RecordArgs, format: Format) -> anyhow::Result<ExitCode> {
     }
     if let Some(drained) = &s.meta.drained {
         notes.push(format!(
-            "Emptied before the start (--drain-first): {drained}; nr_hugepages restored."
+            "Drained before the start (--drain-first): {drained}."
         ));
     }
     for (name, v) in &s.end.sysctl_during {

@@ -345,7 +345,7 @@ pub fn replay_file_from(
 ) -> Result<Replay> {
     let start = start_lists(open_flow(path)?)?;
     let label = path.display().to_string();
-    // A recording that started from emptied lists (`record --drain-first`) has a known start,
+    // A recording that started from drained lists (`record --drain-first`) has a known start,
     // and a recording at another setting starts there too: no second start to show.
     let drained = open_flow(path)?.meta.drained.is_some();
     let empty = match from {
@@ -635,7 +635,7 @@ pub fn replay<R: BufRead>(
     }
     if s.changes_anything() && from.is_none() && r.meta.drained.is_some() {
         notes.push(
-            "The recording started from emptied lists (record --drain-first), and so do its lists here: as a recording at this setting with the same protocol would.".into(),
+            "The recording started from lists drained to the smallest high (record --drain-first), and so do the lists here, as in a recording at this setting made the same way.".into(),
         );
     }
     if settled_pages > 0 {

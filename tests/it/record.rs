@@ -355,74 +355,61 @@ fn a_sysctl_the_recorded_command_sets_is_the_one_the_flow_carries() {
     );
 }
 
-/// A fake hugetlb sysfs directory with the given sizes (kB), each holding `nr` pages.
-fn hugepages(f: &Fake, sizes_kb: &[u64], nr: u64) -> std::path::PathBuf {
-    let root = f.proc.parent().unwrap().join("hugepages");
-    for kb in sizes_kb {
-        let d = root.join(format!("hugepages-{kb}kB"));
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("nr_hugepages"), format!("{nr}\n")).unwrap();
-    }
-    root
-}
-
 #[test]
-fn drain_first_allocates_one_gigantic_page_and_gives_the_count_back() {
-    // drain_all_pages() is reachable from user space through alloc_contig_range(): one
-    // gigantic hugetlb page (above the buddy allocator's 4 MiB blocks) allocated and freed.
+fn drain_first_drains_at_the_smallest_high_and_puts_the_sysctl_back() {
+    // The lists are brought down with the kernel's own decay at the smallest high the sysctl
+    // allows: the fraction goes to its largest value for a moment and comes back.
     let f = fake(&EVENTS);
-    let hp = hugepages(&f, &[2048, 1048576], 3);
-    let meta = recorded_meta(
-        &f,
-        &["--drain-first", "--hugepages-dir", hp.to_str().unwrap()],
-    );
+    let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
+    std::fs::write(&fraction, "100\n").unwrap();
+    let refresh = f.proc.join("sys/vm/stat_refresh");
+    std::fs::write(&refresh, "").unwrap();
+    let meta = recorded_meta(&f, &["--drain-first", "--no-settle"]);
     let said = meta
         .drained
-        .expect("the flow says how its lists were emptied");
-    assert!(said.contains("1048576 kB hugetlb page"), "{said}");
-    // The fake file keeps what is written, as a kernel that found the range does.
-    assert!(said.contains("allocated and freed"), "{said}");
-    // The host's own reserved pages are untouched, the 2 MiB size (a buddy block) unused.
-    assert_eq!(read(&hp.join("hugepages-1048576kB/nr_hugepages")), "3");
-    assert_eq!(read(&hp.join("hugepages-2048kB/nr_hugepages")), "3");
+        .expect("the flow says how its lists were drained");
+    assert!(said.contains("smallest high"), "{said}");
+    assert!(said.contains("then 100 again"), "{said}");
+    // The decay ran (a fake /proc drains nothing: one write, no progress).
+    assert_eq!(read(&refresh), "1");
+    assert_eq!(read(&fraction), "100");
+    // The flow carries the setting it ran at, not the moment's.
+    assert_eq!(
+        meta.sysctl.get("vm.percpu_pagelist_high_fraction"),
+        Some(&100)
+    );
     assert_restored(&f);
     // Without the flag nothing is drained and the meta says nothing.
     assert_eq!(recorded_meta(&f, &[]).drained, None);
 }
 
 #[test]
-fn drain_first_without_a_gigantic_size_is_refused_before_anything_changes() {
+fn drain_first_without_the_decay_is_refused_before_anything_changes() {
+    // No vm.stat_refresh (before 6.7 there is no decay_pcp_high()): refused, naming the file.
     let f = fake(&EVENTS);
-    let hp = hugepages(&f, &[2048], 0);
-    let out = command(&f, "0.1")
-        .args(["--drain-first", "--hugepages-dir"])
-        .arg(&hp)
-        .output()
-        .unwrap();
+    let out = command(&f, "0.1").arg("--drain-first").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--drain-first") && err.contains("hugepages-1048576kB"),
+        err.contains("--drain-first") && err.contains("stat_refresh"),
         "{err}"
     );
-    assert_eq!(read(&hp.join("hugepages-2048kB/nr_hugepages")), "0");
-    assert_eq!(read(&f.tracefs.join("tracing_on")), "0");
     assert_eq!(
-        read(&f.tracefs.join("buffer_size_kb")),
-        "7 (expanded: 1408)"
+        read(&f.proc.join("sys/vm/percpu_pagelist_high_fraction")),
+        "0"
     );
+    assert_eq!(read(&f.tracefs.join("tracing_on")), "0");
     assert!(!f.journal.exists());
     assert!(!f.out.exists());
 }
 
 #[test]
-fn drain_first_then_sigkill_leaves_nr_hugepages_in_the_journal_for_recover() {
+fn drain_first_then_sigkill_leaves_the_sysctl_in_the_journal_for_recover() {
     let f = fake(&EVENTS);
-    let hp = hugepages(&f, &[1048576], 2);
-    let nr = hp.join("hugepages-1048576kB/nr_hugepages");
+    let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
+    std::fs::write(f.proc.join("sys/vm/stat_refresh"), "").unwrap();
     let mut c = command(&f, "60")
-        .args(["--drain-first", "--hugepages-dir"])
-        .arg(&hp)
+        .arg("--drain-first")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -439,15 +426,15 @@ fn drain_first_then_sigkill_leaves_nr_hugepages_in_the_journal_for_recover() {
     c.kill().unwrap();
     c.wait().unwrap();
     let journal = std::fs::read_to_string(&f.journal).unwrap();
-    assert!(journal.contains(nr.to_str().unwrap()), "{journal}");
-    // A killed run between the two writes would leave 3 here: --recover writes 2 back.
-    std::fs::write(&nr, "3\n").unwrap();
+    assert!(journal.contains(fraction.to_str().unwrap()), "{journal}");
+    // A run killed between its two writes leaves the largest fraction: --recover puts 0 back.
+    std::fs::write(&fraction, "2147483647\n").unwrap();
     let st = Command::new(BIN)
         .args(["record", "--recover", "--journal"])
         .arg(&f.journal)
         .output()
         .unwrap();
     assert!(st.status.success());
-    assert_eq!(read(&nr), "2");
+    assert_eq!(read(&fraction), "0");
     assert_restored(&f);
 }

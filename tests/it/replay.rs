@@ -560,10 +560,10 @@ fn a_setting_where_the_start_decides_shows_both_ends() {
 }
 
 #[test]
-fn a_recording_that_started_from_emptied_lists_replays_from_them_alone() {
-    // `record --drain-first` empties the lists before the start: a recording at another
-    // setting with the same protocol starts from the same empty lists, so the replay there has
-    // one start, the recorded one, and no second end to show.
+fn a_recording_that_started_from_drained_lists_replays_from_them_alone() {
+    // `record --drain-first` drains the lists before the start: a recording at another
+    // setting made the same way starts from the same lists, so the replay there has one start,
+    // the recorded one, and no second end to show.
     let dir = tempfile::tempdir().unwrap();
     let mut lines = Vec::new();
     for _ in 0..50 {
@@ -571,7 +571,7 @@ fn a_recording_that_started_from_emptied_lists_replays_from_them_alone() {
         lines.push(run(0, 1, Op::Free, 0, 16));
     }
     let mut m = meta("6.6.0", 0);
-    m.drained = Some("the lists held 20 pages, and 0 after one 1048576 kB hugetlb page".into());
+    m.drained = Some("the lists held 20 pages, and 0 after decay_pcp_high()".into());
     let flow = write_flow(
         &dir.path().join("loop.flow"),
         &m,
@@ -581,7 +581,7 @@ fn a_recording_that_started_from_emptied_lists_replays_from_them_alone() {
     let v = replay_json(&flow, &["--high", "20"]);
     assert!(!v["quantities"].to_string().contains("from empty lists"));
     let notes = v["notes"].to_string();
-    assert!(notes.contains("started from emptied lists"), "{notes}");
+    assert!(notes.contains("started from lists drained"), "{notes}");
     assert!(!notes.contains("The start matters"), "{notes}");
     // From empty lists the loop fits under the high: after the first refill, none again.
     let (_, refills) = quantity(&v, "refills");

@@ -56,10 +56,9 @@ pub struct RecordConfig {
     /// Drain every pageset to its `high_max` before the start pagesets are read
     /// ([`settle_pagesets`]).
     pub settle: bool,
-    /// Empty every CPU's lists right before the start pagesets are read ([`drain_pagesets`]),
-    /// through the hugetlb sizes under this directory (`None`: start from the lists as they
-    /// are).
-    pub drain_first: Option<PathBuf>,
+    /// Bring every CPU's lists down to the smallest high right before the start pagesets are
+    /// read ([`drain_pagesets`]).
+    pub drain_first: bool,
 }
 
 /// A recording set up: the guard holds the journal, nothing in tracefs changed yet.
@@ -303,34 +302,6 @@ fn locate_tracefs(given: Option<&Path>) -> Result<(PathBuf, bool)> {
     Ok((PathBuf::from(TRACEFS_DIRS[0]), true))
 }
 
-/// The gigantic hugetlb size under `hugepages` (`hugepages-<kB>kB` above the buddy allocator's
-/// largest block, `4 KiB << MAX_PAGE_ORDER`), the smallest there is, as (kB, its nr_hugepages
-/// file).
-fn gigantic_size(hugepages: &Path) -> Result<(u64, PathBuf)> {
-    let largest_buddy_kb = 4u64 << crate::kernel::ops::MAX_PAGE_ORDER;
-    let sizes = std::fs::read_dir(hugepages)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let kb: u64 = name
-                .strip_prefix("hugepages-")?
-                .strip_suffix("kB")?
-                .parse()
-                .ok()?;
-            let nr = e.path().join("nr_hugepages");
-            (kb > largest_buddy_kb && nr.exists()).then_some((kb, nr))
-        })
-        .min_by_key(|(kb, _)| *kb);
-    sizes.ok_or_else(|| {
-        Error::Unsupported(format!(
-            "--drain-first: no hugetlb size above {largest_buddy_kb} kB under {} (such as hugepages-1048576kB): allocating one is the kernel's alloc_contig_pages(), which empties every CPU's lists (drain_all_pages()); without it the lists cannot be emptied from user space",
-            hugepages.display()
-        ))
-    })
-}
-
 /// Pages on every pageset's lists.
 fn pages_held(p: &Pagesets) -> i64 {
     p.values()
@@ -339,37 +310,47 @@ fn pages_held(p: &Pagesets) -> i64 {
         .sum()
 }
 
-/// The number a sysfs file holds.
-fn read_number(path: &Path) -> Result<u64> {
+/// The number a /proc file holds.
+fn read_number(path: &Path) -> Result<i64> {
     let label = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(&label, e))?;
     tracefs::settable_value(&text)
         .parse()
-        .map_err(|_| Error::invalid(&label, "value", format!("'{}' is no count", text.trim())))
+        .map_err(|_| Error::invalid(&label, "value", format!("'{}' is no number", text.trim())))
 }
 
-/// Empties every CPU's lists: allocating one gigantic hugetlb page (`nr_hugepages` one up) runs
-/// `alloc_contig_range()`, which calls `drain_all_pages()`, and the page is freed again at once
-/// (`nr_hugepages` back). Both writes go through the guard, so the original count comes back
-/// on every exit path. A recording that starts so starts from a known state, and a replay at
-/// another setting from the same one, as the kernel's recording at that setting does. Returns
-/// what was done, for the flow's meta: the pages held before and after (pages freed between
-/// the drain and the start's read stay on the lists and are in the start pagesets).
-pub fn drain_pagesets(hugepages: &Path, proc_root: &Path, guard: &TracefsGuard) -> Result<String> {
-    let (kb, nr) = gigantic_size(hugepages)?;
+/// The largest `vm.percpu_pagelist_high_fraction`: every zone's high then comes out below
+/// `batch << 2`, the floor `zone_highsize()` keeps, so that is the high.
+const SMALLEST_HIGH_FRACTION: i64 = i32::MAX as i64;
+
+/// Brings every CPU's lists down to the smallest high the kernel allows (`batch << 2`, 252
+/// pages at batch 63), whatever ran before: `vm.percpu_pagelist_high_fraction` is set to its
+/// largest value for a moment, [`settle_pagesets`] runs `decay_pcp_high()` until no list is
+/// above that high, and the sysctl goes back (through the guard, so it comes back on every exit
+/// path). The lists keep at most `batch << 2` pages, on the last lists of the kernel's
+/// round-robin (the decay drains from the first). Recordings at several settings then start
+/// alike, and a replay at another setting starts as they do. Returns what was done, for the
+/// flow's meta.
+pub fn drain_pagesets(proc_root: &Path, guard: &TracefsGuard) -> Result<String> {
+    let fraction = proc_root.join("sys/vm/percpu_pagelist_high_fraction");
+    for f in [&fraction, &proc_root.join("sys/vm/stat_refresh")] {
+        if !f.exists() {
+            return Err(Error::Unsupported(format!(
+                "--drain-first: {} is missing (the lists are brought down through vm.percpu_pagelist_high_fraction and vm.stat_refresh's decay_pcp_high(), Linux 6.7 and later)",
+                f.display()
+            )));
+        }
+    }
     let before = pages_held(&zoneinfo(proc_root)?);
-    let original = read_number(&nr)?;
-    guard.set(&nr, &(original + 1).to_string())?;
-    let got = read_number(&nr).ok();
-    guard.set(&nr, &original.to_string())?;
+    let original = read_number(&fraction)?;
+    guard.set(&fraction, &SMALLEST_HIGH_FRACTION.to_string())?;
+    let settled = settle_pagesets(proc_root);
+    guard.set(&fraction, &original.to_string())?;
+    let settled = settled?;
     let after = pages_held(&zoneinfo(proc_root)?);
-    let page = if got == Some(original + 1) {
-        "allocated and freed"
-    } else {
-        "not allocated (no free contiguous range): the lists may not all have been drained"
-    };
     Ok(format!(
-        "the lists held {before} pages, and {after} after one {kb} kB hugetlb page ({page}; alloc_contig_range() drains every CPU's lists)"
+        "the lists held {before} pages, and {after} after decay_pcp_high() at the smallest high (batch x 4; vm.percpu_pagelist_high_fraction {SMALLEST_HIGH_FRACTION} for a moment, then {original} again{})",
+        settled.map_or(String::new(), |s| format!(": {s}"))
     ))
 }
 
@@ -490,10 +471,6 @@ impl Prepared {
             settled: None,
             drained: None,
         };
-        if let Some(hp) = &cfg.drain_first {
-            // Fail before anything changes.
-            gigantic_size(hp)?;
-        }
         Ok(Prepared {
             cfg,
             tracefs: dir,
@@ -555,8 +532,8 @@ impl Prepared {
             if cfg.settle {
                 meta.settled = settle_pagesets(&cfg.proc_root)?;
             }
-            if let Some(hp) = &cfg.drain_first {
-                meta.drained = Some(drain_pagesets(hp, &cfg.proc_root, &guard)?);
+            if cfg.drain_first {
+                meta.drained = Some(drain_pagesets(&cfg.proc_root, &guard)?);
             }
             let start = zoneinfo(&cfg.proc_root)?;
             guard.set(&dir.join("tracing_on"), "1")?;
