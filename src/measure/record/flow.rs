@@ -314,6 +314,8 @@ const LIST_ORDERS: [u8; 5] = [0, 1, 2, 3, PAGEBLOCK_ORDER];
 
 /// Migratetypes with lists of their own (unmovable, movable, reclaimable).
 const LIST_TYPES: u8 = MIGRATE_PCPTYPES as u8;
+/// Fields of a `D` line at most: `D CPU ZONE PAGES` and one `oOmM=N` per list.
+const MAX_DRAIN_FIELDS: usize = 4 + LIST_ORDERS.len() * LIST_TYPES as usize;
 
 /// Base pages one drain took from each list (order, migratetype): what the trace's
 /// mm_page_pcpu_drain lines show of which lists a free_pcppages_bulk() call emptied.
@@ -931,8 +933,9 @@ impl<R: BufRead> FlowReader<R> {
 /// Parses one flow line of a file whose `pagesets_start` has `zones` zones.
 pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowLine> {
     let zones = zones.min(usize::from(u8::MAX)) as u8;
-    // At most 8 fields; one more is kept to tell an overlong line.
-    let mut fields = [""; 9];
+    // A run has at most 8 fields, a drain 4 and one per list; one more is kept to tell an
+    // overlong line.
+    let mut fields = [""; MAX_DRAIN_FIELDS + 1];
     let mut nf = 0;
     for t in l.split_ascii_whitespace() {
         if nf == fields.len() {
@@ -1054,6 +1057,16 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
                     mt,
                 }
             } else {
+                if f.len() > MAX_DRAIN_FIELDS {
+                    return Err(bad(
+                        "drained list",
+                        format!(
+                            "more than {} lists in '{}'",
+                            MAX_DRAIN_FIELDS - 4,
+                            clip(l)
+                        ),
+                    ));
+                }
                 let lists = if f.len() > 4 {
                     let mut d = DrainedLists::default();
                     for t in &f[4..] {
@@ -1304,6 +1317,37 @@ mod tests {
             let e = lines(&t).unwrap_err().to_string();
             assert!(e.contains("drained list") && e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_drain_from_many_lists_reads_whole() {
+        // One free_pcppages_bulk() can take every list in turn: a drain of 217 pages from six
+        // lists (a page-fault loop's, as recorded) keeps all six.
+        let l = "D 1 0 217 o0m1=109 o2m0=8 o2m1=8 o2m2=4 o3m0=56 o3m1=32";
+        match parse_line("x", 1, l, 1).unwrap() {
+            FlowLine::Drain {
+                pages,
+                lists: Some(d),
+                ..
+            } => {
+                assert_eq!(pages, 217);
+                assert_eq!(d.total(), 217);
+                assert_eq!(d.iter().count(), 6);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Every list once is the most a drain can name.
+        let all: Vec<String> = LIST_ORDERS
+            .iter()
+            .flat_map(|o| (0..LIST_TYPES).map(move |m| format!("o{o}m{m}={}", 1u32 << o)))
+            .collect();
+        let total: u32 = LIST_ORDERS.iter().map(|o| 3 * (1u32 << o)).sum();
+        let every = format!("D 0 0 {total} {}", all.join(" "));
+        assert!(parse_line("x", 1, &every, 1).is_ok(), "{every}");
+        let e = parse_line("x", 1, &format!("{every} o0m0=1"), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than 15 lists"), "{e}");
     }
 
     #[test]
