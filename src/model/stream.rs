@@ -68,6 +68,9 @@ pub struct StreamTally {
     high_sum: f64,
     /// Events stepped.
     pub events: u64,
+    /// Allocations a trace did not show, stepped where a refill shows them
+    /// ([`StreamReplay::step_unseen`]).
+    pub unseen_allocs: u64,
     /// Pages on the lists at the end.
     pub final_count: u32,
     /// Live `pcp->high` at the end.
@@ -347,6 +350,7 @@ impl StreamTally {
         self.held_sum += o.held_sum;
         self.high_sum += o.high_sum;
         self.events += o.events;
+        self.unseen_allocs += o.unseen_allocs;
         self.final_count += o.final_count;
         self.final_high += o.final_high;
         self.reuse.merge(&o.reuse);
@@ -584,6 +588,27 @@ impl StreamReplay {
         }
         t.final_count = st.count_pages;
         t.final_high = st.high_pages;
+        Ok(())
+    }
+
+    /// Steps `n` allocations of `order` from the list of `mt` that a trace does not show
+    /// (`alloc_pages_bulk()` emits no mm_page_alloc): they take the list's blocks, and refill
+    /// it, as any allocation does, but count as [`StreamTally::unseen_allocs`], not as
+    /// allocations.
+    pub fn step_unseen(
+        &mut self,
+        cpu: u32,
+        zone: u8,
+        order: u8,
+        mt: MigrateType,
+        n: u64,
+    ) -> Result<()> {
+        self.step_mt(cpu, zone, StreamOp::Alloc, order, mt, n)?;
+        if let Some((_, t, _)) = self.sets.get_mut(&(cpu, zone)) {
+            t.allocs -= n;
+            t.alloc_pages -= n << order;
+            t.unseen_allocs += n;
+        }
         Ok(())
     }
 

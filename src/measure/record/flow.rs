@@ -1060,11 +1060,7 @@ pub fn parse_line(label: &str, no: usize, l: &str, zones: usize) -> Result<FlowL
                 if f.len() > MAX_DRAIN_FIELDS {
                     return Err(bad(
                         "drained list",
-                        format!(
-                            "more than {} lists in '{}'",
-                            MAX_DRAIN_FIELDS - 4,
-                            clip(l)
-                        ),
+                        format!("more than {} lists in '{}'", MAX_DRAIN_FIELDS - 4, clip(l)),
                     ));
                 }
                 let lists = if f.len() > 4 {
