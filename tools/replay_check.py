@@ -12,6 +12,9 @@ at least 100 events of it; the direction (blind rows) is the sign of the change 
 default's recorded rate, replayed against recorded. Where the start decides a setting, a blind
 replay also gives the rate from empty lists (`empty_lists`); `within_band` says whether the
 recorded rate lies between the two ends, widened by 10 % (empty when the two starts agree).
+`change_resolved` says whether the kernel's change from the default is larger than twice its
+counting noise (a rate from N counts is uncertain by rate / sqrt(N)): a change of 3 refills in
+25 is not one the recordings can tell, so its direction is no test of the replay.
 
     tools/replay_check.py [FLOWDIR] > check.csv
 """
@@ -54,12 +57,14 @@ def main():
     w = csv.writer(sys.stdout)
     w.writerow(["mode", "workload", "fraction", "quantity", "recorded_default", "recorded", "replayed",
                 "diff_pct", "recorded_count", "checked", "within_10pct", "direction_right",
-                "empty_lists", "within_band"])
+                "empty_lists", "within_band", "change_resolved"])
     for wl in workloads:
         base = os.path.join(flows, f"{wl}-f0.flow.gz")
         if not os.path.exists(base):
             continue
-        at_default = {q["name"]: q for q in replay(base)["quantities"]}
+        default_replay = replay(base)
+        at_default = {q["name"]: q for q in default_replay["quantities"]}
+        n_default = counts(default_replay)
         fractions = sorted(int(n.rsplit("-f", 1)[1].split(".")[0]) for n in names
                            if n.startswith(wl + "-f"))
         for f in fractions:
@@ -74,15 +79,15 @@ def main():
                 within = checked and diff is not None and abs(diff) <= 10
                 w.writerow(["own", wl, f, short, "", f"{rec:.4g}", f"{rep:.4g}",
                             "" if diff is None else f"{diff:+.1f}", n[short], int(checked),
-                            int(within), "", "", ""])
+                            int(within), "", "", "", ""])
             if f == 0:
                 continue
             for mode, extra in (("blind", []), ("blind-start", ["--start-from-against"])):
-                blind_rows(w, wl, f, n, at_default, mode,
+                blind_rows(w, wl, f, n, n_default, at_default, mode,
                            replay(base, "--against", other, *extra)["quantities"])
 
 
-def blind_rows(w, wl, f, n, at_default, mode, quantities):
+def blind_rows(w, wl, f, n, n_default, at_default, mode, quantities):
     blind = {q["name"]: q for q in quantities}
     for name, short in RATES.items():
         q = blind[name]
@@ -99,10 +104,12 @@ def blind_rows(w, wl, f, n, at_default, mode, quantities):
         if empty is not None:
             lo, hi = sorted((rep, empty["replayed"]))
             band = int(checked and 0.9 * lo <= rec <= 1.1 * hi)
+        noise = 2 * ((rec * rec / max(n[short], 1)) + (d0 * d0 / max(n_default[short], 1))) ** 0.5
+        resolved = int(abs(rec - d0) > noise)
         w.writerow([mode, wl, f, short, f"{d0:.4g}", f"{rec:.4g}", f"{rep:.4g}",
                     "" if diff is None else f"{diff:+.1f}", n[short], int(checked),
                     int(within), int(direction),
-                    "" if empty is None else f"{empty['replayed']:.4g}", band])
+                    "" if empty is None else f"{empty['replayed']:.4g}", band, resolved])
 
 
 if __name__ == "__main__":
