@@ -113,7 +113,13 @@ fn command(f: &Fake, seconds: &str) -> Command {
 }
 
 fn spawn_long(f: &Fake) -> Child {
+    spawn_long_with(f, &[])
+}
+
+/// A 60-s recording with `extra` flags, once tracing is on.
+fn spawn_long_with(f: &Fake, extra: &[&str]) -> Child {
     let mut c = command(f, "60")
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -408,21 +414,7 @@ fn drain_first_then_sigkill_leaves_the_sysctl_in_the_journal_for_recover() {
     let f = fake(&EVENTS);
     let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
     std::fs::write(f.proc.join("sys/vm/stat_refresh"), "").unwrap();
-    let mut c = command(&f, "60")
-        .arg("--drain-first")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while read(&f.tracefs.join("tracing_on")) != "1" {
-        assert!(c.try_wait().unwrap().is_none(), "record ended early");
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "tracing never started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut c = spawn_long_with(&f, &["--drain-first"]);
     c.kill().unwrap();
     c.wait().unwrap();
     let journal = std::fs::read_to_string(&f.journal).unwrap();

@@ -529,6 +529,13 @@ fn lists_can_start_as_another_snapshot_shows_them() {
     assert!(err.contains("nope.txt"), "{err}");
 }
 
+/// 50 loops of 16 allocations and 16 frees on CPU 0, zone 1.
+fn loop_of_16() -> Vec<FlowLine> {
+    (0..50)
+        .flat_map(|_| [run(0, 1, Op::Alloc, 0, 16), run(0, 1, Op::Free, 0, 16)])
+        .collect()
+}
+
 #[test]
 fn a_setting_where_the_start_decides_shows_both_ends() {
     // A loop of 16 allocations and 16 frees on one CPU at high 20 (6.6, batch 8). From full
@@ -536,11 +543,7 @@ fn a_setting_where_the_start_decides_shows_both_ends() {
     // empty lists the list holds the whole loop and neither happens again. A replay at another
     // setting runs both starts and says so.
     let dir = tempfile::tempdir().unwrap();
-    let mut lines = Vec::new();
-    for _ in 0..50 {
-        lines.push(run(0, 1, Op::Alloc, 0, 16));
-        lines.push(run(0, 1, Op::Free, 0, 16));
-    }
+    let lines = loop_of_16();
     let flow = write_flow(
         &dir.path().join("loop.flow"),
         &meta("6.6.0", 0),
@@ -565,11 +568,7 @@ fn a_recording_that_started_from_drained_lists_replays_from_them_alone() {
     // setting made the same way starts from the same lists, so the replay there has one start,
     // the recorded one, and no second end to show.
     let dir = tempfile::tempdir().unwrap();
-    let mut lines = Vec::new();
-    for _ in 0..50 {
-        lines.push(run(0, 1, Op::Alloc, 0, 16));
-        lines.push(run(0, 1, Op::Free, 0, 16));
-    }
+    let lines = loop_of_16();
     let mut m = meta("6.6.0", 0);
     m.drained = Some("the lists held 20 pages, and 0 after decay_pcp_high()".into());
     let flow = write_flow(
