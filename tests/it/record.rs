@@ -234,13 +234,18 @@ fn sigkill_then_recover_restores() {
         "SIGKILL leaves tracing on"
     );
     assert!(f.journal.exists(), "and the journal behind");
+    recover(&f);
+    assert_restored(&f);
+}
+
+/// `record --recover` with the fake's journal, which must succeed.
+fn recover(f: &Fake) {
     let st = Command::new(BIN)
         .args(["record", "--recover", "--journal"])
         .arg(&f.journal)
         .output()
         .unwrap();
     assert!(st.status.success());
-    assert_restored(&f);
 }
 
 /// A kernel without one of the required events: exit 2 naming the event's file, nothing changed.
@@ -421,12 +426,7 @@ fn drain_first_then_sigkill_leaves_the_sysctl_in_the_journal_for_recover() {
     assert!(journal.contains(fraction.to_str().unwrap()), "{journal}");
     // A run killed between its two writes leaves the largest fraction: --recover puts 0 back.
     std::fs::write(&fraction, "2147483647\n").unwrap();
-    let st = Command::new(BIN)
-        .args(["record", "--recover", "--journal"])
-        .arg(&f.journal)
-        .output()
-        .unwrap();
-    assert!(st.status.success());
+    recover(&f);
     assert_eq!(read(&fraction), "0");
     assert_restored(&f);
 }
