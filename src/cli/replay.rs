@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pcpmodel::measure::replay::{
-    machine_quantities, replay_against, replay_file_from, ReplaySettings, StartOverride,
+    machine_quantities, replay_against, replay_file_from, replay_runs, runs_note, ReplaySettings,
+    StartOverride,
 };
 use pcpmodel::output::report::{sig, Format, Report, Table};
 
@@ -74,6 +75,12 @@ pub struct Args {
     /// /proc/zoneinfo at the start, read before its workload ran) rather than as this one's.
     #[arg(long)]
     pub start_from_against: bool,
+    /// Another recording of the same workload (repeatable): it is replayed at the same setting
+    /// too, and a table sets every run's replayed rates beside each other (and beside what the
+    /// kernel did in it, at its own setting). A workload varies from run to run (which CPU
+    /// frees what); the spread of its runs' replays is how far one run predicts another.
+    #[arg(long = "run", value_name = "FLOW")]
+    pub runs: Vec<PathBuf>,
     /// A machine (built-in name or TOML file, e.g. `pcpmodel measure latency --toml`): adds the
     /// modelled zone->lock side (hold per refill and drain, wait per visit, time per page) and
     /// where allocated blocks are found in its caches.
@@ -120,6 +127,27 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
     let mut r = match &args.against {
         Some(other) => replay_against(&args.flow, other, &s, from.as_ref())?,
         None => replay_file_from(&args.flow, &s, from.as_ref())?,
+    };
+    let runs = if args.runs.is_empty() {
+        Vec::new()
+    } else {
+        // The runs replay where the main flow did: its setting, or the --against recording's.
+        let mut at = s;
+        if !at.changes_anything() {
+            match &args.against {
+                Some(_) => at.fraction = u32::try_from(r.fraction).ok(),
+                None => anyhow::bail!(
+                    "--run replays other runs at another setting: give --high, --fraction, --batch, --scale-max, --kernel or --against (at a run's own setting its replay is the check against the kernel)"
+                ),
+            }
+        }
+        let mut paths = vec![args.flow.clone()];
+        paths.extend(args.runs.iter().cloned());
+        let runs = replay_runs(&paths, &at)?;
+        if let Some(n) = runs_note(&runs, &r.setting) {
+            r.notes.push(n);
+        }
+        runs
     };
     if let Some(m) = &args.machine {
         let machine = pcpmodel::hw::machine::Machine::resolve(m)?;
@@ -171,9 +199,37 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
             sig(s.replayed_mean_held, 4),
         ]);
     }
+    let mut tables = vec![t, p];
+    let mut json = serde_json::to_value(&r)?;
+    if !runs.is_empty() {
+        let mut rt = Table::new([
+            "flow",
+            "recorded at",
+            "refills / 1000, kernel",
+            "drains / 1000, kernel",
+            "refills / 1000, replayed",
+            "drains / 1000, replayed",
+        ])
+        .titled(format!(
+            "every run replayed at {} (kernel: at its own setting)",
+            r.setting
+        ));
+        for x in &runs {
+            rt.push([
+                x.flow.clone(),
+                x.recorded_setting.clone(),
+                sig(x.recorded[0], 4),
+                sig(x.recorded[1], 4),
+                sig(x.replayed[0], 4),
+                sig(x.replayed[1], 4),
+            ]);
+        }
+        tables.push(rt);
+        json["runs"] = serde_json::to_value(&runs)?;
+    }
     let report = Report {
-        json: serde_json::to_value(&r)?,
-        tables: vec![t, p],
+        json,
+        tables,
         notes: r.notes.clone(),
     };
     super::print_report(&report, format);

@@ -150,6 +150,8 @@ pub struct Replay {
     pub recorded_setting: String,
     /// The replayed setting, in words.
     pub setting: String,
+    /// `vm.percpu_pagelist_high_fraction` the replay ran at (the recorded one unless set).
+    pub fraction: i64,
     /// Seconds recorded.
     pub seconds: f64,
     /// Quantities over every replayed pageset.
@@ -1078,6 +1080,7 @@ pub fn replay<R: BufRead>(
         recorded_fraction: fraction_rec,
         recorded_setting: setting_words(Some(fraction_rec), &ReplaySettings::default()),
         setting: setting_words(Some(s.fraction.map_or(fraction_rec, i64::from)), s),
+        fraction: s.fraction.map_or(fraction_rec, i64::from),
         seconds: end.seconds,
         quantities,
         pagesets,
@@ -1120,6 +1123,94 @@ pub fn replay_against(
         theirs.flow, theirs.recorded_setting
     ));
     Ok(mine)
+}
+
+/// One recording of a workload replayed at a setting, beside what the kernel did in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRates {
+    /// The flow file.
+    pub flow: String,
+    /// The setting it was recorded at, in words.
+    pub recorded_setting: String,
+    /// `vm.percpu_pagelist_high_fraction` at the recording.
+    pub recorded_fraction: i64,
+    /// The kernel's refills and drains per 1000 allocations in that recording.
+    pub recorded: [f64; 2],
+    /// The replay's refills and drains per 1000 allocations at the replayed setting.
+    pub replayed: [f64; 2],
+}
+
+/// The rates [`RunRates`] holds, by name.
+pub const RUN_RATES: [&str; 2] = [
+    "refills per 1000 allocations",
+    "drains per 1000 allocations",
+];
+
+/// Every recording in `flows` replayed at `s` (which must change something: a run's own
+/// setting is its check, not a prediction). Several recordings of one workload at one setting
+/// differ as the workload does from run to run (which CPU frees what, in which order); their
+/// replays at another setting show how far one run predicts another.
+pub fn replay_runs(flows: &[std::path::PathBuf], s: &ReplaySettings) -> Result<Vec<RunRates>> {
+    if !s.changes_anything() {
+        return Err(Error::Unsupported(
+            "replaying other runs needs a setting to replay them at (--high, --fraction, --batch, --scale-max, --kernel or --against)".into(),
+        ));
+    }
+    let rates = |r: &Replay, recorded: bool| -> [f64; 2] {
+        RUN_RATES.map(|n| {
+            r.quantity(n)
+                .and_then(|q| {
+                    if recorded {
+                        q.recorded
+                    } else {
+                        Some(q.replayed)
+                    }
+                })
+                .unwrap_or(f64::NAN)
+        })
+    };
+    flows
+        .iter()
+        .map(|f| {
+            let own = replay_file(f, &ReplaySettings::default())?;
+            let at = replay_file(f, s)?;
+            Ok(RunRates {
+                flow: f.display().to_string(),
+                recorded_setting: own.recorded_setting.clone(),
+                recorded_fraction: own.recorded_fraction,
+                recorded: rates(&own, true),
+                replayed: rates(&at, false),
+            })
+        })
+        .collect()
+}
+
+/// The note on several runs: the spread of their replays at the setting, as far as one run
+/// predicts another.
+pub fn runs_note(runs: &[RunRates], setting: &str) -> Option<String> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let v: Vec<f64> = runs.iter().map(|r| r.replayed[0]).collect();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let pct = |x: f64| {
+        if mean > 0.0 {
+            format!("{:+.0} %", (x / mean - 1.0) * 100.0)
+        } else {
+            "-".into()
+        }
+    };
+    Some(format!(
+        "{} runs of the workload replayed at {setting} make {lo:.3}-{hi:.3} refills per 1000 allocations ({} to {} of their mean, {mean:.3}): one run predicts another no closer than that.",
+        runs.len(),
+        pct(lo),
+        pct(hi)
+    ))
 }
 
 /// The machine side of a replay on `machine`: where an allocated block's lines are found (its

@@ -586,3 +586,46 @@ fn a_recording_that_started_from_drained_lists_replays_from_them_alone() {
     let (_, refills) = quantity(&v, "refills");
     assert!(refills <= 2.0, "{refills}");
 }
+
+#[test]
+fn other_runs_replay_at_the_same_setting_and_show_their_spread() {
+    // Two runs of a loop, one of 16 pages per round and one of 40: at high 20 the first fits
+    // a round under the high from empty lists and the second drains and refills every round,
+    // so the runs' replays there differ, and the replay says by how much.
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_flow(
+        &dir.path().join("a.flow"),
+        &meta("6.6.0", 0),
+        &pagesets(20, 8, 0),
+        &loop_of_16(),
+    );
+    let big: Vec<FlowLine> = (0..50)
+        .flat_map(|_| [run(0, 1, Op::Alloc, 0, 40), run(0, 1, Op::Free, 0, 40)])
+        .collect();
+    let b = write_flow(
+        &dir.path().join("b.flow"),
+        &meta("6.6.0", 0),
+        &pagesets(20, 8, 0),
+        &big,
+    );
+    let v = replay_json(&a, &["--high", "20", "--run", b.to_str().unwrap()]);
+    let runs = v["runs"].as_array().expect("a runs array");
+    assert_eq!(runs.len(), 2, "the main flow and the other run");
+    let rate = |i: usize| runs[i]["replayed"][0].as_f64().unwrap();
+    assert!(
+        rate(1) > 2.0 * rate(0).max(1.0),
+        "{} vs {}",
+        rate(0),
+        rate(1)
+    );
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("2 runs of the workload"), "{notes}");
+    // At a run's own setting the replay is the check against the kernel: no runs to compare.
+    common::pcpmodel()
+        .args(["replay", a.to_str().unwrap(), "--run", b.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--run replays other runs at another setting",
+        ));
+}
