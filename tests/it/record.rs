@@ -430,3 +430,25 @@ fn drain_first_then_sigkill_leaves_the_sysctl_in_the_journal_for_recover() {
     assert_eq!(read(&fraction), "0");
     assert_restored(&f);
 }
+
+#[test]
+fn drain_first_then_sigint_or_sigterm_puts_the_sysctl_back() {
+    // The sysctl is at its largest value only while the lists drain, before tracing starts; a
+    // signal then finds it journalled. The fake stands for a signal in that window: the
+    // largest value is written back while the recording runs, and the signal's restore must
+    // put the original there.
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let f = fake(&EVENTS);
+        let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
+        std::fs::write(&fraction, "100\n").unwrap();
+        std::fs::write(f.proc.join("sys/vm/stat_refresh"), "").unwrap();
+        let c = spawn_long_with(&f, &["--drain-first"]);
+        std::fs::write(&fraction, "2147483647\n").unwrap();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(c.id() as i32, sig) };
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(128 + sig), "exit 128 + signal");
+        assert_eq!(read(&fraction), "100");
+        assert_restored(&f);
+    }
+}
