@@ -414,41 +414,77 @@ fn drain_first_without_the_decay_is_refused_before_anything_changes() {
     assert!(!f.out.exists());
 }
 
-#[test]
-fn drain_first_then_sigkill_leaves_the_sysctl_in_the_journal_for_recover() {
-    let f = fake(&EVENTS);
+/// A `record --drain-first` held inside its drain: vm.stat_refresh is a FIFO no one reads, so
+/// the decay's write blocks with the sysctl at its largest value, the window a signal or a
+/// SIGKILL can find it in.
+fn spawn_in_drain(f: &Fake) -> Child {
+    let refresh = f.proc.join("sys/vm/stat_refresh");
+    let c_path = std::ffi::CString::new(refresh.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
     let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
-    std::fs::write(f.proc.join("sys/vm/stat_refresh"), "").unwrap();
-    let mut c = spawn_long_with(&f, &["--drain-first"]);
-    c.kill().unwrap();
-    c.wait().unwrap();
-    let journal = std::fs::read_to_string(&f.journal).unwrap();
-    assert!(journal.contains(fraction.to_str().unwrap()), "{journal}");
-    // A run killed between its two writes leaves the largest fraction: --recover puts 0 back.
-    std::fs::write(&fraction, "2147483647\n").unwrap();
-    recover(&f);
-    assert_eq!(read(&fraction), "0");
-    assert_restored(&f);
+    let mut c = command(f, "60")
+        .args(["--drain-first", "--no-settle"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while read(&fraction) != "2147483647" {
+        assert!(c.try_wait().unwrap().is_none(), "record ended early");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the drain never began"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c
 }
 
 #[test]
-fn drain_first_then_sigint_or_sigterm_puts_the_sysctl_back() {
-    // The sysctl is at its largest value only while the lists drain, before tracing starts; a
-    // signal then finds it journalled. The fake stands for a signal in that window: the
-    // largest value is written back while the recording runs, and the signal's restore must
-    // put the original there.
+fn a_signal_inside_the_drain_puts_the_sysctl_back() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let f = fake(&EVENTS);
         let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
         std::fs::write(&fraction, "100\n").unwrap();
-        std::fs::write(f.proc.join("sys/vm/stat_refresh"), "").unwrap();
-        let c = spawn_long_with(&f, &["--drain-first"]);
-        std::fs::write(&fraction, "2147483647\n").unwrap();
+        let c = spawn_in_drain(&f);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(c.id() as i32, sig) };
         let out = c.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(128 + sig), "exit 128 + signal");
         assert_eq!(read(&fraction), "100");
-        assert_restored(&f);
+        assert!(!f.journal.exists());
+        assert!(!f.out.exists());
     }
+}
+
+#[test]
+fn a_sigkill_inside_the_drain_leaves_the_sysctl_to_recover() {
+    let f = fake(&EVENTS);
+    let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
+    let mut c = spawn_in_drain(&f);
+    c.kill().unwrap();
+    c.wait().unwrap();
+    assert_eq!(
+        read(&fraction),
+        "2147483647",
+        "SIGKILL leaves the largest value"
+    );
+    let journal = std::fs::read_to_string(&f.journal).unwrap();
+    assert!(journal.contains(fraction.to_str().unwrap()), "{journal}");
+    recover(&f);
+    assert_eq!(read(&fraction), "0");
+}
+
+#[test]
+fn after_the_drain_the_sysctl_is_the_recorded_commands() {
+    // The drain puts the sysctl back before tracing starts and forgets it: a command that sets
+    // it (a sweep under `record`) keeps its value.
+    let f = fake(&EVENTS);
+    let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
+    std::fs::write(f.proc.join("sys/vm/stat_refresh"), "").unwrap();
+    let set = format!("echo 77 > {}", fraction.display());
+    recorded_meta(&f, &["--drain-first", "--", "sh", "-c", &set]);
+    assert_eq!(read(&fraction), "77");
+    assert_restored(&f);
 }

@@ -326,8 +326,8 @@ const SMALLEST_HIGH_FRACTION: i64 = i32::MAX as i64;
 /// Brings every CPU's lists down to the smallest high the kernel allows (`batch << 2`, 252
 /// pages at batch 63), whatever ran before: `vm.percpu_pagelist_high_fraction` is set to its
 /// largest value for a moment, [`settle_pagesets`] runs `decay_pcp_high()` until no list is
-/// above that high, and the sysctl goes back (through the guard, so it comes back on every exit
-/// path). The lists keep at most `batch << 2` pages, on the last lists of the kernel's
+/// above that high, and the sysctl goes back (through the guard, so it comes back on any exit
+/// in between; after that the recorded command may set it as it likes). The lists keep at most `batch << 2` pages, on the last lists of the kernel's
 /// round-robin (the decay drains from the first). Recordings at several settings then start
 /// alike, and a replay at another setting starts as they do. Returns what was done, for the
 /// flow's meta.
@@ -345,7 +345,7 @@ pub fn drain_pagesets(proc_root: &Path, guard: &TracefsGuard) -> Result<String> 
     let original = read_number(&fraction)?;
     guard.set(&fraction, &SMALLEST_HIGH_FRACTION.to_string())?;
     let settled = settle_pagesets(proc_root);
-    guard.set(&fraction, &original.to_string())?;
+    guard.put_back(&fraction)?;
     let settled = settled?;
     let after = pages_held(&zoneinfo(proc_root)?);
     Ok(format!(

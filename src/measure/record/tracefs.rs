@@ -197,6 +197,21 @@ impl TracefsGuard {
         std::fs::write(path, format!("{value}\n")).map_err(|e| io(path, e))
     }
 
+    /// Writes the journalled original of `path` back now and forgets it, so that the end of
+    /// the run leaves the file as whatever runs meanwhile sets it (a sysctl the recording
+    /// changes only for a moment, which the recorded command may set itself). A file never set
+    /// is left alone.
+    pub fn put_back(&self, path: &Path) -> Result<()> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = s.changed.iter().position(|(p, _)| p == path) else {
+            return Ok(());
+        };
+        let (p, v) = s.changed[i].clone();
+        std::fs::write(&p, format!("{v}\n")).map_err(|e| io(&p, e))?;
+        s.changed.remove(i);
+        write_journal(&self.journal, &s)
+    }
+
     /// Writes every original value back, unmounts a mount this run made and removes the
     /// journal (idempotent; safe from the signal thread).
     pub fn restore(&self) -> Result<()> {
