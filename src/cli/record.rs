@@ -75,7 +75,9 @@ pub struct RecordArgs {
     pub no_settle: bool,
     /// Bring every CPU's lists down to the smallest high (batch x 4 pages) right before the
     /// start: vm.percpu_pagelist_high_fraction is set to its largest value for a moment (journalled
-    /// and restored like the tracefs files) and the vmstat decay drains the lists to that high.
+    /// like the tracefs files, so a signal or `--recover` puts it back) and the vmstat decay
+    /// drains the lists to that high; the sysctl is back before tracing starts, and the recorded
+    /// command may then set it.
     /// Recordings at several settings then start alike instead of from whatever ran before,
     /// and `replay` at another setting starts as they do: the protocol for checking a replay
     /// against recordings at other settings. Linux 6.7+.
