@@ -347,12 +347,12 @@ pub fn replay_file_from(
 ) -> Result<Replay> {
     let start = flow_facts(open_flow(path)?)?;
     let label = path.display().to_string();
+    let head = open_flow(path)?;
     // A recording that started from drained lists (`record --drain-first`) has a known start,
     // and a recording at another setting starts there too: no second start to show.
-    let drained = open_flow(path)?.meta.drained.is_some();
     let empty = match from {
-        None if s.changes_anything() && !drained => {
-            let mut pagesets = open_flow(path)?.start.clone();
+        None if s.changes_anything() && head.meta.drained.is_none() => {
+            let mut pagesets = head.start.clone();
             let mut held = 0;
             for z in pagesets.values_mut() {
                 for p in z.cpus.values_mut() {
@@ -1169,16 +1169,16 @@ pub fn replay_runs(flows: &[std::path::PathBuf], s: &ReplaySettings) -> Result<V
                 .unwrap_or(f64::NAN)
         })
     };
+    // A replay's recorded column is its own recording's, whatever setting it replays at.
     flows
         .iter()
         .map(|f| {
-            let own = replay_file(f, &ReplaySettings::default())?;
             let at = replay_file(f, s)?;
             Ok(RunRates {
                 flow: f.display().to_string(),
-                recorded_setting: own.recorded_setting.clone(),
-                recorded_fraction: own.recorded_fraction,
-                recorded: rates(&own, true),
+                recorded_setting: at.recorded_setting.clone(),
+                recorded_fraction: at.recorded_fraction,
+                recorded: rates(&at, true),
                 replayed: rates(&at, false),
             })
         })

@@ -113,11 +113,11 @@ fn command(f: &Fake, seconds: &str) -> Command {
 }
 
 fn spawn_long(f: &Fake) -> Child {
-    spawn_long_with(f, &[])
+    spawn_until(f, &[], &f.tracefs.join("tracing_on"), "1")
 }
 
-/// A 60-s recording with `extra` flags, once tracing is on.
-fn spawn_long_with(f: &Fake, extra: &[&str]) -> Child {
+/// A 60-s recording with `extra` flags, once the file `watch` reads `value`.
+fn spawn_until(f: &Fake, extra: &[&str], watch: &Path, value: &str) -> Child {
     let mut c = command(f, "60")
         .args(extra)
         .stdout(Stdio::null())
@@ -125,11 +125,12 @@ fn spawn_long_with(f: &Fake, extra: &[&str]) -> Child {
         .spawn()
         .unwrap();
     let t = Instant::now();
-    while read(&f.tracefs.join("tracing_on")) != "1" {
+    while read(watch) != value {
         assert!(c.try_wait().unwrap().is_none(), "record ended early");
         assert!(
             t.elapsed() < Duration::from_secs(30),
-            "tracing never started"
+            "{} never read {value}",
+            watch.display()
         );
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -423,22 +424,12 @@ fn spawn_in_drain(f: &Fake) -> Child {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
     let fraction = f.proc.join("sys/vm/percpu_pagelist_high_fraction");
-    let mut c = command(f, "60")
-        .args(["--drain-first", "--no-settle"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while read(&fraction) != "2147483647" {
-        assert!(c.try_wait().unwrap().is_none(), "record ended early");
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "the drain never began"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c
+    spawn_until(
+        f,
+        &["--drain-first", "--no-settle"],
+        &fraction,
+        "2147483647",
+    )
 }
 
 #[test]

@@ -531,8 +531,18 @@ fn lists_can_start_as_another_snapshot_shows_them() {
 
 /// 50 loops of 16 allocations and 16 frees on CPU 0, zone 1.
 fn loop_of_16() -> Vec<FlowLine> {
+    loop_of(16)
+}
+
+/// 50 loops of `pages` allocations and `pages` frees on CPU 0, zone 1.
+fn loop_of(pages: u64) -> Vec<FlowLine> {
     (0..50)
-        .flat_map(|_| [run(0, 1, Op::Alloc, 0, 16), run(0, 1, Op::Free, 0, 16)])
+        .flat_map(|_| {
+            [
+                run(0, 1, Op::Alloc, 0, pages),
+                run(0, 1, Op::Free, 0, pages),
+            ]
+        })
         .collect()
 }
 
@@ -599,9 +609,7 @@ fn other_runs_replay_at_the_same_setting_and_show_their_spread() {
         &pagesets(20, 8, 0),
         &loop_of_16(),
     );
-    let big: Vec<FlowLine> = (0..50)
-        .flat_map(|_| [run(0, 1, Op::Alloc, 0, 40), run(0, 1, Op::Free, 0, 40)])
-        .collect();
+    let big = loop_of(40);
     let b = write_flow(
         &dir.path().join("b.flow"),
         &meta("6.6.0", 0),

@@ -310,15 +310,6 @@ fn pages_held(p: &Pagesets) -> i64 {
         .sum()
 }
 
-/// The number a /proc file holds.
-fn read_number(path: &Path) -> Result<i64> {
-    let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&label, e))?;
-    tracefs::settable_value(&text)
-        .parse()
-        .map_err(|_| Error::invalid(&label, "value", format!("'{}' is no number", text.trim())))
-}
-
 /// The largest `vm.percpu_pagelist_high_fraction`: every zone's high then comes out below
 /// `batch << 2`, the floor `zone_highsize()` keeps, so that is the high.
 const SMALLEST_HIGH_FRACTION: i64 = i32::MAX as i64;
@@ -327,8 +318,9 @@ const SMALLEST_HIGH_FRACTION: i64 = i32::MAX as i64;
 /// pages at batch 63), whatever ran before: `vm.percpu_pagelist_high_fraction` is set to its
 /// largest value for a moment, [`settle_pagesets`] runs `decay_pcp_high()` until no list is
 /// above that high, and the sysctl goes back (through the guard, so it comes back on any exit
-/// in between; after that the recorded command may set it as it likes). The lists keep at most `batch << 2` pages, on the last lists of the kernel's
-/// round-robin (the decay drains from the first). Recordings at several settings then start
+/// in between; after that the recorded command may set it as it likes). The lists keep at
+/// most `batch << 2` pages, on the last lists of the kernel's round-robin (the decay drains
+/// from the first). Recordings at several settings then start
 /// alike, and a replay at another setting starts as they do. Returns what was done, for the
 /// flow's meta.
 pub fn drain_pagesets(proc_root: &Path, guard: &TracefsGuard) -> Result<String> {
@@ -342,7 +334,7 @@ pub fn drain_pagesets(proc_root: &Path, guard: &TracefsGuard) -> Result<String> 
         }
     }
     let before = pages_held(&zoneinfo(proc_root)?);
-    let original = read_number(&fraction)?;
+    let original = read_trim(&fraction)?;
     guard.set(&fraction, &SMALLEST_HIGH_FRACTION.to_string())?;
     let settled = settle_pagesets(proc_root);
     guard.put_back(&fraction)?;
