@@ -280,6 +280,30 @@ pub const REUSE_NS_PER_PAGE: Range = Range::real(
     "ns per page",
     "64 lines from remote DRAM one at a time take about 10 us; a store stream overlaps them",
 );
+/// A measured run's length (`--run-seconds`), s.
+pub const RUN_SECONDS: Range = Range::real(
+    "a run",
+    1e-3,
+    1e9,
+    "s",
+    "a run shorter than a millisecond moves a handful of pages; 1e9 s is a steady state",
+);
+/// Pages on the lists when a run starts (`--run-start-pages`).
+pub const RUN_START_PAGES: Range = Range::real(
+    "a run's starting lists",
+    0.0,
+    1e9,
+    "pages",
+    "the lists of one pair hold at most a zone's pages",
+);
+/// What a hypervisor adds to the first touch of a guest page it dropped, ns per 4 KiB page.
+pub const BACKING_NS_PER_PAGE: Range = Range::real(
+    "a host's backing of a dropped guest page",
+    0.0,
+    1_000_000.0,
+    "ns per page",
+    "a host fault that allocates and zeroes a 4 KiB page takes about 1-20 us; 1 ms is a host swapping",
+);
 /// A host loop's work per 4 KiB page with every line local (`measure work`), ns per page.
 pub const WORK_NS_PER_PAGE: Range = Range::real(
     "a loop's work per page",

@@ -179,6 +179,16 @@ pub struct PcpKnobArgs {
     /// sender frees its own pages; 0 makes the receiver free them.
     #[arg(long, value_parser = bounded::<u32>(&pcpmodel::bounds::SKB_DEFER_MAX))]
     pub skb_defer_max: Option<u32>,
+    /// Price a run of this many seconds instead of the steady state: the lists first grow from
+    /// --run-start-pages to their steady size, and on a VM whose machine file has
+    /// memory.backing_ns_per_page (`measure backing`) each page they grow by costs that much
+    /// more. Kinds that report the pages their lists hold (producer-consumer).
+    #[arg(long, value_parser = bounded::<f64>(&pcpmodel::bounds::RUN_SECONDS))]
+    pub run_seconds: Option<f64>,
+    /// Pages on the pair's lists when the run starts (default: what the kernel's default
+    /// setting holds, where `measure pcp` leaves them). Needs --run-seconds.
+    #[arg(long, requires = "run_seconds", value_parser = bounded::<f64>(&pcpmodel::bounds::RUN_START_PAGES))]
+    pub run_start_pages: Option<f64>,
     /// A workload parameter (the file's [params] table) set for this run, e.g.
     /// --param receiver_free_share=0.45 (repeatable; `pcpmodel workloads` lists each kind's).
     #[arg(long = "param", value_name = "NAME=VALUE")]
@@ -203,6 +213,12 @@ impl PcpKnobArgs {
                 .check_flag("--skb-defer-max", f64::from(d))
                 .map_err(anyhow::Error::msg)?;
             *k = std::mem::take(k).with_extra("skb_defer_max", f64::from(d));
+        }
+        if let Some(x) = self.run_seconds {
+            *k = std::mem::take(k).with_extra(pcpmodel::workload::RUN_SECONDS, x);
+        }
+        if let Some(x) = self.run_start_pages {
+            *k = std::mem::take(k).with_extra(pcpmodel::workload::RUN_START_PAGES, x);
         }
         for p in &self.params {
             let (name, value) = p.split_once('=').ok_or_else(|| {
@@ -355,6 +371,13 @@ pub mod ranges {
         "tracefs needs a few pages per CPU; 4 GiB per CPU exhausts most machines' memory",
     );
     /// A CPU number (`--cpus`).
+    pub const BACKING_MIB: Range = Range::int(
+        "a region",
+        1.0,
+        1_048_576.0,
+        "MiB",
+        "the region is populated several times in a row; a TiB is more than any host here",
+    );
     pub const CPU_ID: Range = Range::int(
         "a CPU number",
         0.0,

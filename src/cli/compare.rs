@@ -163,9 +163,17 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         .next()
         .is_some_and(|l| l.starts_with('#') && l.contains("free page reporting on"))
     {
-        c.notes.push(format!(
-            "{label} was measured on a VM with free page reporting: memory the guest frees goes back to the hypervisor and faults in the host when touched again, which the model does not price; large highs, which spread a loop's pages over many buddy blocks, measure slower than predicted for that reason"
-        ));
+        let priced = machine.memory.backing_ns_per_page.is_some()
+            && c.notes.iter().any(|n| n.starts_with("each row a run of"));
+        c.notes.push(if priced {
+            format!(
+                "{label} was measured on a VM with free page reporting: the pages each run's lists grow by are priced at the host's backing (above); the steady state's pages are taken as backed"
+            )
+        } else {
+            format!(
+                "{label} was measured on a VM with free page reporting: memory the guest frees goes back to the hypervisor and faults in the host when touched again; without memory.backing_ns_per_page in the machine file (`measure backing`) and the run's length (`--run-seconds`, or the sweep's run_seconds column) the model does not price it, and large highs, whose lists a run must first fill, measure slower than predicted"
+            )
+        });
     }
     let mut t = Table::new([
         "pcp->high (pages)",

@@ -145,8 +145,9 @@ fn sweep_csv(
     filter: Option<&pcp::PlacementFilter>,
     skb_defer_max: Option<u32>,
     reporting: Option<sysctl::FreePageReporting>,
+    run_s: Option<f64>,
 ) -> String {
-    let mut csv = pcp::fit_csv("host", workload, settings);
+    let mut csv = pcp::fit_csv("host", workload, settings, run_s);
     let mut head = String::new();
     if let Some(d) = skb_defer_max {
         head.push_str(&format!("; net.core.skb_defer_max = {d} during the sweep"));
@@ -202,6 +203,7 @@ fn from_raw(args: &PcpArgs, raw: &std::path::Path, format: Format) -> anyhow::Re
         &points,
         filter.as_ref(),
         args.skb_defer_max,
+        None,
         None,
     );
     let mut notes = vec![format!(
@@ -568,6 +570,7 @@ pub fn run(args: PcpArgs, format: Format) -> anyhow::Result<ExitCode> {
         filter.as_ref(),
         args.skb_defer_max,
         reporting,
+        Some(secs),
     );
     if let Some(out) = &args.output {
         std::fs::write(out, &csv).with_context(|| format!("cannot write {}", out.display()))?;

@@ -24,6 +24,7 @@ mod import;
 mod kernel;
 mod machines;
 mod measure;
+mod measure_backing;
 mod measure_pcp;
 mod measure_reuse;
 mod measure_work;
@@ -214,6 +215,9 @@ Examples:
     /// A host loop's work per page with every line local (one CPU, no root): the fixed work
     /// of the model's producer/consumer kind on this machine, measured apart from any sweep.
     Work(measure_work::WorkArgs),
+    /// What the hypervisor adds to the first touch of a guest page it dropped (free page
+    /// reporting): the cost per page a growing per-CPU list pays on a VM (no root).
+    Backing(measure_backing::BackingArgs),
 }
 
 /// Runs `on_signal(signal)` on the first SIGINT or SIGTERM (in a thread of its own), then exits
@@ -336,6 +340,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             MeasureWhat::Pcp(a) => measure_pcp::run(*a, format),
             MeasureWhat::Reuse(a) => measure_reuse::run(a, format),
             MeasureWhat::Work(a) => measure_work::run(a, format),
+            MeasureWhat::Backing(a) => measure_backing::run(a, format),
         },
         Command::Compare(a) => compare::run(a, format),
         Command::CompareTrace(a) => compare_trace::run(a, format),

@@ -72,6 +72,7 @@ pub const SWEEP_COLUMNS: &[&str] = &[
     "high_max",
     "percpu_pagelist_high_fraction",
     "workload",
+    "run_seconds",
 ];
 
 /// The `workload` cells `measure pcp --output` writes, with the built-in workload each measures

@@ -203,6 +203,19 @@ pub fn compare_sweep(
     label: &str,
     knobs: &crate::workload::Knobs,
 ) -> Result<Comparison> {
+    use crate::workload::{RUN_SECONDS, RUN_START_PAGES};
+    // A run length (the flag, or the sweep's run_seconds column) prices each row as a run
+    // from the previous row's lists; the steady state is predicted without it.
+    let run_s = match knobs.extra(RUN_SECONDS) {
+        Some(s) => Some(s),
+        None => run_seconds_column(csv, label)?,
+    };
+    let start_given = knobs.extra(RUN_START_PAGES);
+    let mut steady_knobs = knobs.clone();
+    steady_knobs
+        .extra
+        .retain(|(n, _)| n != RUN_SECONDS && n != RUN_START_PAGES);
+    let knobs = &steady_knobs;
     if !w.kind.knobs().contains(&"high") {
         return Err(Error::Unsupported(format!(
             "compare: workload {} (kind {}) has no pcp->high knob, so no prediction of it moves with the sweep's setting; compare takes workloads whose kind reads --high (producer-consumer, alloc-loop)",
@@ -318,7 +331,18 @@ pub fn compare_sweep(
         ),
     };
     let values: Vec<f64> = blind.as_ref().map_or_else(Vec::new, |b| b.values.clone());
-    let pred = model.predict_many(&values, &ds.x)?;
+    let mut pred = model.predict_many(&values, &ds.x)?;
+    if let Some(run_s) = run_s {
+        notes.push(run_fill_rows(
+            w,
+            machine,
+            knobs,
+            &ds.x,
+            run_s,
+            start_given,
+            &mut pred,
+        )?);
+    }
     if pred.iter().any(|p| !p.is_finite() || *p <= 0.0) {
         return Err(Error::Unsupported(
             "the blind prediction is not finite".into(),
@@ -434,6 +458,113 @@ pub fn compare_sweep(
         fit_converged,
         notes,
         fit_rms_pct,
+    })
+}
+
+/// The sweep's run length from its `run_seconds` column (`measure pcp --output` writes it):
+/// `None` without the column; an error naming the line if rows disagree or a cell is not a
+/// length.
+fn run_seconds_column(csv: &str, label: &str) -> Result<Option<f64>> {
+    let mut lines = csv
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let Some((_, header)) = lines.next() else {
+        return Ok(None);
+    };
+    let Some(col) = header.split(',').position(|c| c.trim() == "run_seconds") else {
+        return Ok(None);
+    };
+    let mut value: Option<f64> = None;
+    for (i, l) in lines {
+        let cell = l.split(',').nth(col).unwrap_or("").trim();
+        let v: f64 = cell.parse().map_err(|_| {
+            Error::parse(
+                label,
+                i + 1,
+                "run_seconds",
+                format!("'{cell}' is not a number of seconds"),
+            )
+        })?;
+        crate::bounds::RUN_SECONDS
+            .check_flag("run_seconds", v)
+            .map_err(|m| Error::parse(label, i + 1, "run_seconds", m))?;
+        match value {
+            Some(x) if (x - v).abs() > 1e-9 * x => {
+                return Err(Error::parse(
+                    label,
+                    i + 1,
+                    "run_seconds",
+                    format!("{v} s where the rows above say {x} s: one sweep has one run length"),
+                ))
+            }
+            _ => value = Some(v),
+        }
+    }
+    Ok(value)
+}
+
+/// Prices each row of a sweep as a run of `run_s` seconds through
+/// [`crate::workload::Workload::predict`]: the run starts from the lists the previous row's
+/// setting held (`measure pcp` rotates the settings in the file's order, and trims the lists
+/// to the new setting before a run), or from `start` pages where given. Scales `pred` (steady
+/// scores) by the run's rate over the steady rate; returns the note that says so.
+fn run_fill_rows(
+    w: &crate::workload::Workload,
+    machine: &Machine,
+    knobs: &crate::workload::Knobs,
+    xs: &[Vec<f64>],
+    run_s: f64,
+    start: Option<f64>,
+    pred: &mut [f64],
+) -> Result<String> {
+    use crate::workload::{RUN_SECONDS, RUN_START_PAGES};
+    let at = |h: f64| crate::workload::Knobs {
+        high: Some(h.round() as u32),
+        means_only: true,
+        ..knobs.clone()
+    };
+    let held = |h: f64| -> Result<f64> {
+        let p = w.predict(machine, &at(h))?;
+        p.output("pcp_pages_held").ok_or_else(|| {
+            Error::Unsupported(format!(
+                "run_seconds: workload {} (kind {}) does not report the pages its lists hold, so a run's fill has no size here",
+                w.name(),
+                w.kind.name()
+            ))
+        })
+    };
+    let n = xs.len();
+    let mut worst = (0.0f64, 0.0f64);
+    for i in 0..n {
+        let h = xs[i][0];
+        let s = match start {
+            Some(s) => s,
+            None => held(xs[(i + n - 1) % n][0])?,
+        };
+        let k = at(h)
+            .with_extra(RUN_SECONDS, run_s)
+            .with_extra(RUN_START_PAGES, s);
+        let p = w.predict(machine, &k)?;
+        let steady = p.output("steady_ns_per_op").unwrap_or(p.ns_per_op);
+        pred[i] *= steady / p.ns_per_op;
+        let share = p.output("run_backing_share").unwrap_or(0.0);
+        if share > worst.0 {
+            worst = (share, h);
+        }
+    }
+    Ok(match &machine.memory.backing_ns_per_page {
+        None => format!(
+            "each row a run of {run_s} s: machine {} has no memory.backing_ns_per_page (bare metal, or not measured: `measure backing`), so a run's fill costs nothing beyond the steady state",
+            machine.name
+        ),
+        Some(b) => format!(
+            "each row a run of {run_s} s from {}, its lists' growth priced at {} ns per page the host backs (memory.backing_ns_per_page); the most: {:.1} % of the run at {:.0} pages",
+            if start.is_some() { "the pages given" } else { "the previous row's lists (measure pcp's rotation)" },
+            b.value,
+            100.0 * worst.0,
+            worst.1
+        ),
     })
 }
 

@@ -7,6 +7,7 @@
 //! the models. The command-line side (`pcpmodel measure ...`) adds the progress bar and the signal
 //! handling.
 
+pub mod backing;
 pub mod compare;
 pub mod flow_workload;
 pub mod latency;

@@ -675,20 +675,36 @@ pub fn summarise(settings: &[u64], points: &[Point]) -> Vec<Setting> {
 
 /// The CSV `pcpmodel fit --workload netperf-pcp-high` reads (columns `pcp_high_pages`, `score`),
 /// with the spread and the setting in further columns.
-pub fn fit_csv(machine: &str, workload: &Workload, settings: &[Setting]) -> String {
+pub fn fit_csv(
+    machine: &str,
+    workload: &Workload,
+    settings: &[Setting],
+    run_s: Option<f64>,
+) -> String {
     let mut s = format!(
         "# pcpmodel measure pcp --workload {}: score in {}, medians over repeats; pcp_high_pages \
-         = median live pcp->high of the consumer CPU(s) from /proc/zoneinfo\n",
+         = median live pcp->high of the consumer CPU(s) from /proc/zoneinfo{}\n",
         workload.name(),
-        workload.unit()
+        workload.unit(),
+        if run_s.is_some() {
+            "; run_seconds = each point's run, the settings rotated in this file's order"
+        } else {
+            ""
+        }
     );
     s.push_str(
         "machine,pcp_high_pages,score,score_q1,score_q3,score_min,score_max,n,high_min,high_max,\
-         percpu_pagelist_high_fraction,workload\n",
+         percpu_pagelist_high_fraction,workload",
     );
+    s.push_str(if run_s.is_some() {
+        ",run_seconds\n"
+    } else {
+        "\n"
+    });
+    let run = run_s.map_or(String::new(), |r| format!(",{r}"));
     for st in settings {
         s.push_str(&format!(
-            "{machine},{:.0},{:.1},{:.1},{:.1},{:.1},{:.1},{},{:.0},{:.0},{},{}\n",
+            "{machine},{:.0},{:.1},{:.1},{:.1},{:.1},{:.1},{},{:.0},{:.0},{},{}{run}\n",
             st.high.median,
             st.score.median,
             st.score.q1,

@@ -39,6 +39,7 @@ pub mod autotune;
 pub mod buddy;
 pub mod cache;
 pub mod fastpath;
+pub mod fill;
 pub mod freehigh;
 pub mod highorder;
 pub mod hold;

@@ -38,7 +38,7 @@ pub mod sweep;
 
 pub use fit::WorkloadFit;
 pub use kind::{Kind, Knobs, Mechanism, Predicted, ReuseModel};
-pub use registry::{resolve, Registry, Workload};
+pub use registry::{resolve, Registry, Workload, RUN_SECONDS, RUN_START_PAGES};
 pub use spec::WorkloadSpec;
 
 pub use crate::model::zonelock::mmap_fill::{AllocFreeRate, MmapFill};

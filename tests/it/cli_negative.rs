@@ -39,6 +39,8 @@ const FLAGS: &[(&str, &str, &[&str])] = &[
     ("predict", "--tasks", &[]),
     ("predict", "--scale-max", &[]),
     ("predict", "--skb-defer-max", &[]),
+    ("predict", "--run-seconds", &[]),
+    ("predict", "--run-start-pages", &["--run-seconds", "1"]),
     ("predict", "--charge-batch", &[]),
     ("predict", "--cgroup-depth", &[]),
     ("predict", "--memcgs", &[]),
@@ -51,6 +53,8 @@ const FLAGS: &[(&str, &str, &[&str])] = &[
     ("optimal-high", "--tasks", &[]),
     ("optimal-high", "--scale-max", &[]),
     ("optimal-high", "--skb-defer-max", &[]),
+    ("optimal-high", "--run-seconds", &[]),
+    ("optimal-high", "--run-start-pages", &["--run-seconds", "1"]),
     ("explain", "--high", &["icelake-server", "skylake-desktop"]),
     (
         "fit",
@@ -83,6 +87,12 @@ const FLAGS: &[(&str, &str, &[&str])] = &[
     ("plot optimal-high", "--tasks", &["-o", "x.svg"]),
     ("plot optimal-high", "--scale-max", &["-o", "x.svg"]),
     ("plot optimal-high", "--skb-defer-max", &["-o", "x.svg"]),
+    ("plot optimal-high", "--run-seconds", &["-o", "x.svg"]),
+    (
+        "plot optimal-high",
+        "--run-start-pages",
+        &["-o", "x.svg", "--run-seconds", "1"],
+    ),
     (
         "plot explain",
         "--high",
@@ -134,6 +144,8 @@ const FLAGS: &[(&str, &str, &[&str])] = &[
     ("measure work", "--cpu", &["--workload", "netperf-udp"]),
     ("measure work", "--seconds", &["--workload", "netperf-udp"]),
     ("measure work", "--repeats", &["--workload", "netperf-udp"]),
+    ("measure backing", "--mib", &[]),
+    ("measure backing", "--again", &[]),
     ("record", "--seconds", &[]),
     ("record", "--cpus", &[]),
     ("record", "--buffer-kb", &[]),
@@ -147,6 +159,12 @@ const FLAGS: &[(&str, &str, &[&str])] = &[
     ("compare", "--tasks", &["no-such.csv"]),
     ("compare", "--scale-max", &["no-such.csv"]),
     ("compare", "--skb-defer-max", &["no-such.csv"]),
+    ("compare", "--run-seconds", &["no-such.csv"]),
+    (
+        "compare",
+        "--run-start-pages",
+        &["no-such.csv", "--run-seconds", "1"],
+    ),
 ];
 
 fn run(args: &[&str]) -> (Option<i32>, String) {

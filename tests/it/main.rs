@@ -54,6 +54,7 @@ mod refill_check_placement;
 mod replay;
 mod repro_t3;
 mod reuse_vs_kernel_state;
+mod run_fill;
 mod sensitivities;
 mod workload_extension;
 mod workload_file_checks;

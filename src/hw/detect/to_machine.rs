@@ -499,6 +499,7 @@ impl Detected {
                     .dma32_managed_pages
                     .value
                     .map(|v| Sourced::new(v, self.dma32_managed_pages.machine_source())),
+                backing_ns_per_page: None,
             },
             caches,
             latency_ns,

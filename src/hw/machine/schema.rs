@@ -90,6 +90,12 @@ pub struct Memory {
     /// Node 0's ZONE_DMA32 managed pages, likewise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma32_managed_pages: Option<Sourced<u64>>,
+    /// On a VM whose free memory the hypervisor drops (free page reporting, a balloon): what
+    /// the host adds to the first touch of such a page, ns per 4 KiB page (its fault, the
+    /// allocation and zeroing of host memory, the mapping). A list that grows pulls pages from
+    /// the buddy allocator that may be dropped ones. Absent on bare metal (`measure backing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_ns_per_page: Option<Sourced<f64>>,
 }
 
 /// Who shares a cache.

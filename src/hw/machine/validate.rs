@@ -64,6 +64,9 @@ impl Machine {
                 out.push(("reuse_ns_per_page.llc_kib".to_string(), &s.source));
             }
         }
+        if let Some(s) = &m.backing_ns_per_page {
+            out.push(("memory.backing_ns_per_page".into(), &s.source));
+        }
         for (name, s) in &self.work_ns_per_page {
             out.push((format!("work_ns_per_page.{name}"), &s.source));
         }
@@ -486,6 +489,9 @@ impl Machine {
         let l = &self.latency_ns;
         for (name, s) in l.named() {
             bounds::LATENCY_NS.check(label, &format!("latency_ns.{name}"), s.value)?;
+        }
+        if let Some(s) = &self.memory.backing_ns_per_page {
+            bounds::BACKING_NS_PER_PAGE.check(label, "memory.backing_ns_per_page", s.value)?;
         }
         if let Some(r) = &self.reuse_ns_per_page {
             for (name, s) in r.named() {

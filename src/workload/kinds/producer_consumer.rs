@@ -901,6 +901,13 @@ impl Kind for ProducerConsumer {
             ("queue_slowdown".to_string(), slow),
             ("zone_lock_utilisation".to_string(), q.utilisation),
             ("reuse_distance_pages".to_string(), d.reuse.mean_pages()),
+            // The consumer's list at a drain holds the drained blocks' age in pages; the
+            // producer's holds half a refill on average: what the pair keeps off the buddy
+            // allocator at the steady state, per pair.
+            (
+                "pcp_pages_held".to_string(),
+                d.drain_age.mean_pages() + 0.5 * d.refill_pages,
+            ),
         ];
         // free_high on every kernel (0 where it does not fire, a predicted zero): the same
         // keys whatever the kernel.

@@ -1,0 +1,133 @@
+//! What a hypervisor adds to the first touch of a guest page it dropped.
+//!
+//! A VM with free page reporting (virtio-balloon; `/sys/module/page_reporting`) hands free buddy
+//! blocks of `2^page_reporting_order` pages and up to the host, which drops them; the next touch
+//! of such a page faults in the host, which allocates, zeroes and maps host memory. A per-CPU
+//! list that grows (a larger pcp->high, a list refilling after the vmstat decay drained it)
+//! pulls its pages from the buddy allocator, and on such a VM many of them are dropped ones.
+//!
+//! The measurement populates an anonymous region (`MAP_POPULATE`: the kernel allocates and
+//! zeroes every page inside one call, no user fault per page) once from memory that has been
+//! free for a while, then again right after freeing it (the same pages, now backed): the
+//! difference per page is the host's part. Needs no root and changes nothing.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// Where the kernel's free page reporting keeps its parameters.
+const REPORTING: &str = "sys/module/page_reporting/parameters";
+
+/// One `measure backing` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackingRun {
+    /// Region populated per pass, MiB.
+    pub mib: u64,
+    /// First pass (pages free for a while), ns per 4 KiB page.
+    pub fresh_ns_per_page: f64,
+    /// The passes right after (the pages the previous pass freed), ns per 4 KiB page.
+    pub again_ns_per_page: Vec<f64>,
+    /// Fresh minus the median of the later passes (at least 0), ns per 4 KiB page.
+    pub backing_ns_per_page: f64,
+    /// `page_reporting_order` where free page reporting is present.
+    pub reporting_order: Option<u32>,
+    /// MiB the guest had reported to the host since boot when the run started.
+    pub reported_mib_before: Option<f64>,
+}
+
+/// The kernel's free page reporting order under `root` (`/` on the host), if reporting is on.
+pub fn reporting_order(root: &Path) -> Option<u32> {
+    std::fs::read_to_string(root.join(REPORTING).join("page_reporting_order"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn reported_mib(root: &Path) -> Option<f64> {
+    let kib: f64 = std::fs::read_to_string(root.join(REPORTING).join("reported_kib"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Populates `mib` MiB of anonymous memory in one call and frees it: ns per 4 KiB page.
+fn populate(mib: u64) -> Result<f64> {
+    let len = usize::try_from(mib << 20)
+        .map_err(|_| Error::Unsupported(format!("{mib} MiB does not fit this address space")))?;
+    let t = Instant::now();
+    // SAFETY: a fresh private anonymous mapping, unmapped below and never read through.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(Error::Unsupported(format!(
+            "mmap of {mib} MiB: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let dt = t.elapsed().as_secs_f64();
+    // SAFETY: `p` is the mapping of `len` bytes made above.
+    unsafe { libc::munmap(p, len) };
+    Ok(dt * 1e9 / (len / 4096) as f64)
+}
+
+/// Populates `mib` MiB once, then `again` more times in a row; `root` is where /sys is read.
+pub fn measure(root: &Path, mib: u64, again: usize) -> Result<BackingRun> {
+    let reported_mib_before = reported_mib(root);
+    let fresh = populate(mib)?;
+    let mut again_ns = Vec::with_capacity(again);
+    for _ in 0..again.max(1) {
+        again_ns.push(populate(mib)?);
+    }
+    let mut sorted = again_ns.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    Ok(BackingRun {
+        mib,
+        fresh_ns_per_page: fresh,
+        again_ns_per_page: again_ns,
+        backing_ns_per_page: (fresh - median).max(0.0),
+        reporting_order: reporting_order(root),
+        reported_mib_before,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_region_populates_and_the_difference_is_not_negative() {
+        let r = measure(Path::new("/nonexistent-root"), 4, 2).unwrap();
+        assert!(r.fresh_ns_per_page > 0.0 && r.fresh_ns_per_page.is_finite());
+        assert_eq!(r.again_ns_per_page.len(), 2);
+        assert!(r.backing_ns_per_page >= 0.0);
+        assert_eq!(r.reporting_order, None);
+        assert_eq!(r.reported_mib_before, None);
+    }
+
+    #[test]
+    fn the_reporting_order_is_read_from_sysfs() {
+        let d = std::env::temp_dir().join(format!("pcpmodel-backing-{}", std::process::id()));
+        let p = d.join(REPORTING);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("page_reporting_order"), "9\n").unwrap();
+        std::fs::write(p.join("reported_kib"), "2048\n").unwrap();
+        assert_eq!(reporting_order(&d), Some(9));
+        assert_eq!(reported_mib(&d), Some(2.0));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
