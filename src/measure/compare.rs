@@ -307,10 +307,20 @@ pub fn compare_sweep(
             ),
         ));
     }
-    if !ds.columns_not_read.is_empty() {
+    // run_seconds is read here, not by the model's dataset.
+    let not_read: Vec<&String> = ds
+        .columns_not_read
+        .iter()
+        .filter(|c| !(run_s.is_some() && c.as_str() == "run_seconds"))
+        .collect();
+    if !not_read.is_empty() {
         notes.push(format!(
             "columns not read: {}",
-            ds.columns_not_read.join(", ")
+            not_read
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let blind = reuse.as_ref().map(|r| r.params.clone());
@@ -422,6 +432,11 @@ pub fn compare_sweep(
             .filter(|(n, _)| !opts.fixed.iter().any(|(f, _)| f == n))
             .collect();
         let rep = fit(model.as_ref(), &ds, &opts)?;
+        if run_s.is_some() {
+            notes.push(
+                "the fit on the same CSV is of the steady state: a run's fill is priced in the blind prediction, not fitted".into(),
+            );
+        }
         let params = specs
             .iter()
             .zip(&values)

@@ -116,7 +116,9 @@ fn normal_exit_restores_and_writes_the_fit_csv() {
     let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(rows[0].starts_with("machine,pcp_high_pages,score,"));
     assert_eq!(rows.len(), 6, "header + 5 settings");
-    assert!(rows[1..].iter().all(|r| r.ends_with(",netperf-udp")));
+    // The workload, then the run length `compare` prices each row's fill with.
+    assert!(rows[0].ends_with(",workload,run_seconds"));
+    assert!(rows[1..].iter().all(|r| r.ends_with(",netperf-udp,0.05")));
     // Each row holds the median of 3 interleaved repeats.
     assert!(rows[1..].iter().all(|r| r.split(',').nth(7) == Some("3")));
 }
