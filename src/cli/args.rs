@@ -187,7 +187,7 @@ pub struct PcpKnobArgs {
     pub run_seconds: Option<f64>,
     /// Pages on the pair's lists when the run starts (default: what the kernel's default
     /// setting holds, where `measure pcp` leaves them). Needs --run-seconds.
-    #[arg(long, requires = "run_seconds", value_parser = bounded::<f64>(&pcpmodel::bounds::RUN_START_PAGES))]
+    #[arg(long, value_parser = bounded::<f64>(&pcpmodel::bounds::RUN_START_PAGES))]
     pub run_start_pages: Option<f64>,
     /// A workload parameter (the file's [params] table) set for this run, e.g.
     /// --param receiver_free_share=0.45 (repeatable; `pcpmodel workloads` lists each kind's).

@@ -211,6 +211,11 @@ pub fn compare_sweep(
         None => run_seconds_column(csv, label)?,
     };
     let start_given = knobs.extra(RUN_START_PAGES);
+    if start_given.is_some() && run_s.is_none() {
+        return Err(Error::Unsupported(
+            "--run-start-pages: give --run-seconds too, or a sweep with a run_seconds column (the start of which run?)".into(),
+        ));
+    }
     let mut steady_knobs = knobs.clone();
     steady_knobs
         .extra

