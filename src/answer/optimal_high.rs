@@ -316,6 +316,13 @@ pub fn optimal_high(
             "optimal-high sweeps pcp->high: --high cannot be set".to_string(),
         ));
     }
+    if knobs.extra(crate::workload::RUN_SECONDS).is_some()
+        || knobs.extra(crate::workload::RUN_START_PAGES).is_some()
+    {
+        return Err(Error::Unsupported(
+            "optimal-high finds the steady state's best pcp->high; --run-seconds / --run-start-pages price one run's fill, which `predict --high H --run-seconds S` gives per setting and `compare` per sweep row".to_string(),
+        ));
+    }
     knobs.check()?;
     knobs.check_read_by(workload.kind.as_ref(), workload.name())?;
     let reuse = workload.kind.reuse_model(&workload.spec, machine, knobs)?;

@@ -147,6 +147,27 @@ fn a_run_start_without_a_run_length_and_a_kind_without_lists_are_refused() {
 }
 
 #[test]
+fn optimal_high_refuses_a_run_length_rather_than_ignore_it() {
+    // Its sweep is of the steady state; a run's fill is priced per setting by predict.
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(
+        &[
+            "optimal-high",
+            "--workload",
+            "lmbench-af-unix",
+            "--run-seconds",
+            "1",
+        ],
+        dir.path(),
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--run-seconds") && err.contains("predict"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_machine_with_a_negative_backing_is_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let m = vm_machine(dir.path(), Some(-5.0));
