@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::hw::machine::Machine;
 use pcpmodel::hw::provenance::Sourced;
 use pcpmodel::measure::backing;
 use pcpmodel::output::report::{sig, Format, Report, Table};
@@ -68,15 +67,7 @@ pub fn run(args: BackingArgs, format: Format) -> anyhow::Result<ExitCode> {
         }
         None => available.map_or(1024, |a| (a / 4).clamp(1, 4096)),
     };
-    // The machine first: a bad --machine is refused before the measuring.
-    let machine = match &args.machine {
-        Some(m) => Some(Machine::resolve(m)?),
-        None if args.output.is_some() => {
-            let d = pcpmodel::hw::detect::detect(std::path::Path::new("/"))?;
-            Some(super::detect::modelled_machine(&d)?.0)
-        }
-        None => None,
-    };
+    let machine = super::machine_file::to_write(args.machine.as_deref(), args.output.is_some())?;
     let root = std::path::Path::new("/");
     let r = backing::measure(root, mib, args.again)?;
     let date = pcpmodel::measure::today_utc();
@@ -126,15 +117,14 @@ pub fn run(args: BackingArgs, format: Format) -> anyhow::Result<ExitCode> {
             (r.backing_ns_per_page * 10.0).round() / 10.0,
             source,
         ));
-        m.validate(&format!("machine {}", m.name)).map_err(|e| {
-            anyhow::anyhow!("the measured backing does not make a valid machine: {e}")
-        })?;
-        let text = format!(
-            "# memory.backing_ns_per_page measured by `pcpmodel measure backing` on {date}.\n{}",
-            m.to_toml_string()?
-        );
-        std::fs::write(path, &text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        super::machine_file::write(
+            &m,
+            &format!(
+                "memory.backing_ns_per_page measured by `pcpmodel measure backing` on {date}."
+            ),
+            "the measured backing",
+            Some(path),
+        )?;
         notes.push(format!(
             "{} written with memory.backing_ns_per_page = {} ns/page.",
             path.display(),

@@ -237,10 +237,7 @@ pub fn run(args: ReuseArgs, format: Format) -> anyhow::Result<ExitCode> {
     }
     let machine = match &args.machine {
         Some(m) => Machine::resolve(m)?,
-        None => {
-            let d = pcpmodel::hw::detect::detect(std::path::Path::new("/"))?;
-            super::detect::modelled_machine(&d)?.0
-        }
+        None => super::machine_file::detected()?,
     };
     let h = Hierarchy::from_machine(&machine, Placement::SameLlc)?;
     let distances = args
@@ -535,22 +532,21 @@ fn fit_and_report(
                 )
             }),
         });
-        m.validate(&format!("machine {}", m.name)).map_err(|e| {
-            anyhow::anyhow!("the measured reuse costs do not make a valid machine: {e}")
-        })?;
-        let text = format!(
-            "# reuse_ns_per_page measured by {}.\n{}",
-            match &args.from_json {
-                Some(_) => made.clone(),
-                None if args.realtime => format!("`pcpmodel measure reuse --realtime` on {date}"),
-                None => format!("`pcpmodel measure reuse` on {date}"),
-            },
-            m.to_toml_string()?
-        );
-        if let Some(path) = &args.output {
-            std::fs::write(path, &text)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        }
+        let text = super::machine_file::write(
+            &m,
+            &format!(
+                "reuse_ns_per_page measured by {}.",
+                match &args.from_json {
+                    Some(_) => made.clone(),
+                    None if args.realtime => {
+                        format!("`pcpmodel measure reuse --realtime` on {date}")
+                    }
+                    None => format!("`pcpmodel measure reuse` on {date}"),
+                }
+            ),
+            "the measured reuse costs",
+            args.output.as_deref(),
+        )?;
         if args.toml {
             print!("{text}");
             return Ok(ExitCode::SUCCESS);

@@ -4,7 +4,6 @@
 
 use std::process::ExitCode;
 
-use pcpmodel::hw::machine::Machine;
 use pcpmodel::hw::provenance::Sourced;
 use pcpmodel::measure::latency::host_cpus;
 use pcpmodel::measure::work::{self, StageLoop};
@@ -83,15 +82,7 @@ pub fn run(args: WorkArgs, format: Format) -> anyhow::Result<ExitCode> {
             .or_else(|| cpus.first().map(|x| x.cpu))
             .unwrap_or(0),
     };
-    // The machine first: a bad --machine is refused before the seconds of measuring.
-    let machine = match &args.machine {
-        Some(m) => Some(Machine::resolve(m)?),
-        None if args.output.is_some() => {
-            let d = pcpmodel::hw::detect::detect(std::path::Path::new("/"))?;
-            Some(super::detect::modelled_machine(&d)?.0)
-        }
-        None => None,
-    };
+    let machine = super::machine_file::to_write(args.machine.as_deref(), args.output.is_some())?;
     if let Some((la, running)) = pcpmodel::measure::latency::loadavg() {
         if la > 0.5 || running > 1 {
             eprintln!(
@@ -145,15 +136,15 @@ pub fn run(args: WorkArgs, format: Format) -> anyhow::Result<ExitCode> {
             l.model_workload().to_string(),
             Sourced::new((bottleneck * 10.0).round() / 10.0, source),
         );
-        m.validate(&format!("machine {}", m.name))
-            .map_err(|e| anyhow::anyhow!("the measured work does not make a valid machine: {e}"))?;
-        let text = format!(
-            "# work_ns_per_page.{} measured by `pcpmodel measure work` on {date}.\n{}",
-            l.model_workload(),
-            m.to_toml_string()?
-        );
-        std::fs::write(path, &text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        super::machine_file::write(
+            &m,
+            &format!(
+                "work_ns_per_page.{} measured by `pcpmodel measure work` on {date}.",
+                l.model_workload()
+            ),
+            "the measured work",
+            Some(path),
+        )?;
         notes.push(format!(
             "{} written with work_ns_per_page.{} = {} ns/page.",
             path.display(),

@@ -22,6 +22,7 @@ mod explain;
 mod fit;
 mod import;
 mod kernel;
+mod machine_file;
 mod machines;
 mod measure;
 mod measure_backing;

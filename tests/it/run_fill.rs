@@ -242,3 +242,31 @@ fn a_sweep_whose_rows_disagree_on_the_run_length_is_refused_naming_line_and_colu
     assert_ne!(code, 0);
     assert!(err.contains(":4") && err.contains("run_seconds"), "{err}");
 }
+
+#[test]
+fn measure_backing_writes_a_machine_that_loads_back() {
+    // No root: it populates a small anonymous region; on bare metal or without free page
+    // reporting the host's part is only the passes' spread, still a value the file takes.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.toml");
+    let (code, stdout, err) = run(
+        &[
+            "measure",
+            "backing",
+            "--mib",
+            "8",
+            "--again",
+            "1",
+            "--machine",
+            "icelake-server",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("host's part"), "{stdout}");
+    let j = json(&["machine", "show", out.to_str().unwrap()]);
+    let text = j.to_string();
+    assert!(text.contains("backing_ns_per_page"), "{text}");
+}
