@@ -316,13 +316,7 @@ pub fn optimal_high(
             "optimal-high sweeps pcp->high: --high cannot be set".to_string(),
         ));
     }
-    if knobs.extra(crate::workload::RUN_SECONDS).is_some()
-        || knobs.extra(crate::workload::RUN_START_PAGES).is_some()
-    {
-        return Err(Error::Unsupported(
-            "optimal-high finds the steady state's best pcp->high; --run-seconds / --run-start-pages price one run's fill, which `predict --high H --run-seconds S` gives per setting and `compare` per sweep row".to_string(),
-        ));
-    }
+
     knobs.check()?;
     knobs.check_read_by(workload.kind.as_ref(), workload.name())?;
     let reuse = workload.kind.reuse_model(&workload.spec, machine, knobs)?;
@@ -405,6 +399,19 @@ pub fn optimal_high(
             - 1.0);
     let sysctl = sysctl_for(&d, kernel, a.best_x, a.within, |h| throughput(model, &p, h));
     let mut notes: Vec<String> = wp.note.iter().cloned().collect();
+    if let Some(r) = model.run {
+        notes.push(format!(
+            "every setting priced as a run of {} s that starts with {:.0} pages on the lists: the pages a setting's lists grow by beyond that cost {:.0} ns each (memory.backing_ns_per_page{}); the best setting for such a run, not for the steady state",
+            r.seconds,
+            r.start_pages,
+            r.backing_ns_per_page,
+            if machine.memory.backing_ns_per_page.is_none() {
+                ": not in this machine file, so nothing"
+            } else {
+                ""
+            }
+        ));
+    }
     notes.push(format!(
         "swept pcp->high 0..={limit} pages {} ({} evaluations); the upper end is managed / 8 / {} CPUs, the most vm.percpu_pagelist_high_fraction can give",
         if a.exhaustive {

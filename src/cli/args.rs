@@ -182,8 +182,7 @@ pub struct PcpKnobArgs {
     /// Price a run of this many seconds instead of the steady state: the lists first grow from
     /// --run-start-pages to their steady size, and on a VM whose machine file has
     /// memory.backing_ns_per_page (`measure backing`) each page they grow by costs that much
-    /// more. Kinds that report the pages their lists hold (producer-consumer); `predict` and
-    /// `compare` (optimal-high's sweep is of the steady state and refuses it).
+    /// more. Kinds that model their lists' pages (producer-consumer).
     #[arg(long, value_parser = bounded::<f64>(&pcpmodel::bounds::RUN_SECONDS))]
     pub run_seconds: Option<f64>,
     /// Pages on the pair's lists when the run starts (default: what the kernel's default

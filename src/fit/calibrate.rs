@@ -50,6 +50,7 @@ pub fn netperf_model(
         flow: Flow::netperf_004(kernel, 0),
         base_ghz: machine.clock.base_ghz.value,
         free_high_rule: None,
+        run: None,
     })
 }
 

@@ -14,6 +14,17 @@
 
 use serde::Serialize;
 
+/// A run of finite length: what [`run_fill`] needs besides the steady state.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunSpec {
+    /// The run's length, s.
+    pub seconds: f64,
+    /// Pages on the lists when it starts.
+    pub start_pages: f64,
+    /// What the host adds per page the lists grow by, ns (0: bare metal, or not measured).
+    pub backing_ns_per_page: f64,
+}
+
 /// One run's fill.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RunFill {

@@ -89,6 +89,9 @@ pub struct NetperfEstimate {
     pub probs: HitProbs,
     /// The PCP dynamics (drain/refill sizes, reuse distance).
     pub dynamics: Dynamics,
+    /// A run of finite length ([`NetperfModel::run`]): its fill, whose cost the score,
+    /// throughput and ns per op above include (the terms are the steady state's).
+    pub run: Option<crate::model::fill::RunFill>,
 }
 
 /// Predicts the netperf score for one flow on one hierarchy.
@@ -125,6 +128,7 @@ pub fn predict(h: &Hierarchy, flow: &Flow, p: &NetperfParams) -> Result<NetperfE
         struct_page_ns,
         probs: access.probs,
         dynamics,
+        run: None,
     })
 }
 
@@ -182,6 +186,10 @@ pub struct NetperfModel {
     /// (`vm.percpu_pagelist_high_fraction` pins high_min and high_max to the set value), which
     /// moves 6.16's threshold `batch + high_min / 2`.
     pub free_high_rule: Option<TriggerInput>,
+    /// A run of finite length instead of the steady state ([`crate::model::fill`]): every
+    /// estimate then prices the lists' growth from the run's start to that setting's steady
+    /// size.
+    pub run: Option<crate::model::fill::RunSpec>,
 }
 
 impl NetperfModel {
@@ -210,7 +218,30 @@ impl NetperfModel {
             f.free_high_share = t.share;
             f.free_high_pages_per_event = t.pages_per_event;
         }
-        predict(&self.hierarchy, &f, &NetperfParams::from_slice(params))
+        self.priced(predict(
+            &self.hierarchy,
+            &f,
+            &NetperfParams::from_slice(params),
+        )?)
+    }
+
+    /// `e` as a run of [`NetperfModel::run`], where one is set: the lists grow from the run's
+    /// start to `e`'s steady size, each page at the host's backing cost.
+    fn priced(&self, mut e: NetperfEstimate) -> Result<NetperfEstimate> {
+        if let Some(r) = self.run {
+            let f = crate::model::fill::run_fill(
+                e.ns_per_op,
+                e.dynamics.pages_held() - r.start_pages,
+                r.backing_ns_per_page,
+                r.seconds,
+            );
+            let k = f.steady_ns_per_page / f.run_ns_per_page;
+            e.ns_per_op = f.run_ns_per_page;
+            e.throughput_ops_per_s *= k;
+            e.score *= k;
+            e.run = Some(f);
+        }
+        Ok(e)
     }
 
     /// Predicts the kernel's default setting: the list at `kernel_high` (the fixed high, or the
@@ -219,7 +250,11 @@ impl NetperfModel {
     pub fn estimate_default(&self, params: &[f64], kernel_high: u32) -> Result<NetperfEstimate> {
         let mut f = self.flow;
         f.high_pages = kernel_high;
-        predict(&self.hierarchy, &f, &NetperfParams::from_slice(params))
+        self.priced(predict(
+            &self.hierarchy,
+            &f,
+            &NetperfParams::from_slice(params),
+        )?)
     }
 }
 

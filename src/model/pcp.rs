@@ -214,6 +214,13 @@ pub struct Dynamics {
 }
 
 impl Dynamics {
+    /// Pages the flow keeps off the buddy allocator at the steady state: the consumer's list
+    /// at a drain holds the drained blocks' age in pages, the producer's half a refill on
+    /// average.
+    pub fn pages_held(&self) -> f64 {
+        self.drain_age.mean_pages() + 0.5 * self.refill_pages
+    }
+
     /// zone->lock holds per base page on the free (drain) path, over every kind of drain.
     pub fn drain_holds_per_page(&self) -> f64 {
         self.drain_kinds.iter().map(|k| k.0).sum()

@@ -443,7 +443,9 @@ impl ReuseModel {
 
     /// The same flow on `machine` (e.g. with perturbed latencies).
     pub fn on(&self, machine: &Machine) -> Result<crate::model::netperf::NetperfModel> {
-        (self.rebuild)(machine)
+        let mut m = (self.rebuild)(machine)?;
+        m.run = self.model.run;
+        Ok(m)
     }
 }
 

@@ -97,115 +97,20 @@ impl Workload {
     /// the knobs' extras a run of that length that first grows the lists from
     /// [`RUN_START_PAGES`] (default: what the kernel's default setting holds) to their steady
     /// size, each page they grow by costing the machine's `memory.backing_ns_per_page` more
-    /// ([`crate::model::fill`]).
+    /// ([`crate::model::fill`], priced in the kind's model of its lists).
     pub fn predict(
         &self,
         machine: &crate::hw::machine::Machine,
         knobs: &super::kind::Knobs,
     ) -> Result<super::kind::Predicted> {
-        let run_s = knobs.extra(RUN_SECONDS);
-        let start = knobs.extra(RUN_START_PAGES);
-        if run_s.is_none() && start.is_none() {
-            return self.predict_steady(machine, knobs);
+        let run = knobs.extra(RUN_SECONDS).is_some() || knobs.extra(RUN_START_PAGES).is_some();
+        if run && !self.kind.has_reuse_path() {
+            return Err(Error::Unsupported(format!(
+                "--run-seconds: workload {} (kind {}) does not report the pages its lists hold, so a run's fill has no size here",
+                self.spec.name,
+                self.kind.name()
+            )));
         }
-        let Some(run_s) = run_s else {
-            return Err(Error::Unsupported(
-                "--run-start-pages: give --run-seconds too (the start of which run?)".into(),
-            ));
-        };
-        crate::bounds::RUN_SECONDS
-            .check_flag("--run-seconds", run_s)
-            .map_err(Error::Unsupported)?;
-        let mut steady_knobs = knobs.clone();
-        steady_knobs
-            .extra
-            .retain(|(n, _)| n != RUN_SECONDS && n != RUN_START_PAGES);
-        let mut p = self.predict_steady(machine, &steady_knobs)?;
-        let held = |p: &super::kind::Predicted| {
-            p.output("pcp_pages_held").ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "--run-seconds: workload {} (kind {}) does not report the pages its lists hold, so a run's fill has no size here",
-                    self.spec.name,
-                    self.kind.name()
-                ))
-            })
-        };
-        let steady_held = held(&p)?;
-        let start = match start {
-            Some(s) => {
-                crate::bounds::RUN_START_PAGES
-                    .check_flag("--run-start-pages", s)
-                    .map_err(Error::Unsupported)?;
-                s
-            }
-            None if steady_knobs.high.is_none() => steady_held,
-            None => {
-                let at_default = super::kind::Knobs {
-                    high: None,
-                    ..steady_knobs.clone()
-                };
-                held(&self.predict_steady(machine, &at_default)?)?
-            }
-        };
-        let backing = machine.memory.backing_ns_per_page.as_ref().map(|s| s.value);
-        let r = crate::model::fill::run_fill(
-            p.ns_per_op,
-            steady_held - start,
-            backing.unwrap_or(0.0),
-            run_s,
-        );
-        let k = r.steady_ns_per_page / r.run_ns_per_page;
-        p.ns_per_op = r.run_ns_per_page;
-        p.throughput_per_task *= k;
-        p.throughput_total *= k;
-        for (name, v) in &mut p.outputs {
-            if name == "score" || name.starts_with("throughput") {
-                *v *= k;
-            }
-        }
-        p.outputs.extend([
-            ("run_seconds".to_string(), run_s),
-            ("run_start_pages".to_string(), start),
-            ("run_fill_pages".to_string(), r.fill_pages),
-            ("run_backing_share".to_string(), r.backing_share),
-            ("steady_ns_per_op".to_string(), r.steady_ns_per_page),
-        ]);
-        if let Some(o) = p.report.json.as_object_mut() {
-            // The kind's report states the steady state; the run's figures replace its rates.
-            if o.contains_key("ns_per_op") {
-                o.insert("ns_per_op".into(), serde_json::json!(r.run_ns_per_page));
-            }
-            if let Some(x) = o.get("throughput_ops_per_s").and_then(|v| v.as_f64()) {
-                o.insert("throughput_ops_per_s".into(), serde_json::json!(x * k));
-            }
-            o.insert(
-                "run".into(),
-                serde_json::json!({"fill": r, "start_pages": start, "backing_measured": backing.is_some()}),
-            );
-        }
-        p.report.notes.push(match backing {
-            None => format!(
-                "a {run_s} s run from {start:.0} pages on the lists: machine {} has no memory.backing_ns_per_page (bare metal, or not measured: `measure backing`), so growing the lists by {:.0} pages costs nothing beyond the steady state",
-                machine.name, r.fill_pages
-            ),
-            Some(t) => format!(
-                "a {run_s} s run from {start:.0} pages on the lists: they grow by {:.0} pages, each {t:.0} ns more where the host dropped it (memory.backing_ns_per_page); {:.1} % of the run goes to that{}, {:.0} ns per page against {:.0} at the steady state",
-                r.fill_pages,
-                100.0 * r.backing_share,
-                if r.filled { "" } else { " and the lists are still growing when it ends" },
-                r.run_ns_per_page,
-                r.steady_ns_per_page
-            ),
-        });
-        Ok(p)
-    }
-
-    /// The steady state: [`Workload::predict`] without a run length.
-    fn predict_steady(
-        &self,
-        machine: &crate::hw::machine::Machine,
-        knobs: &super::kind::Knobs,
-    ) -> Result<super::kind::Predicted> {
         knobs.check()?;
         knobs.check_read_by(self.kind.as_ref(), &self.spec.name)?;
         if let Some(h) = knobs.high {

@@ -61,10 +61,12 @@ fn a_run_that_must_grow_its_lists_pays_the_hosts_backing_and_long_runs_reach_the
     let full = from(&format!("{held}"), "1");
     approx::assert_relative_eq!(full["ns_per_op"].as_f64().unwrap(), c, max_relative = 1e-9);
     // From empty lists a 1-s run grows them by `held` pages at 9 us each on top of the steady
-    // cost: the time it adds is the fill times the backing, once.
+    // cost: the time it adds is the fill times the backing, once. (To within the zone->lock
+    // queue's slowdown, under 1 % for one pair, which stretches the steady part of each page
+    // and not the host's backing.)
     let empty = from("0", "1");
     let n = 1e9 / empty["ns_per_op"].as_f64().unwrap();
-    approx::assert_relative_eq!(n * c + held * BACKING_NS, 1e9, max_relative = 1e-9);
+    approx::assert_relative_eq!(n * c + held * BACKING_NS, 1e9, max_relative = 0.01);
     approx::assert_relative_eq!(out(&empty, "run_fill_pages"), held, max_relative = 1e-12);
     // Rates scale with it; a long run's fill is a vanishing share of its time.
     let k = c / empty["ns_per_op"].as_f64().unwrap();
@@ -80,7 +82,7 @@ fn a_run_that_must_grow_its_lists_pays_the_hosts_backing_and_long_runs_reach_the
     approx::assert_relative_eq!(
         short["ns_per_op"].as_f64().unwrap(),
         c + BACKING_NS,
-        max_relative = 1e-9
+        max_relative = 0.01 // the queue's slowdown again
     );
 }
 
@@ -147,23 +149,43 @@ fn a_run_start_without_a_run_length_and_a_kind_without_lists_are_refused() {
 }
 
 #[test]
-fn optimal_high_refuses_a_run_length_rather_than_ignore_it() {
-    // Its sweep is of the steady state; a run's fill is priced per setting by predict.
+fn optimal_high_for_a_short_run_holds_large_highs_below_the_steady_states() {
+    // A 1-s run must grow a large setting's lists from the default's, at 9 us a page: the
+    // largest high here (31,200 pages) grows them by some 20,000 pages, about a fifth of the
+    // run, so it loses at least a tenth against its steady state; and the best setting can
+    // only move toward the lists the run starts with.
     let dir = tempfile::tempdir().unwrap();
-    let (code, _, err) = run(
-        &[
+    let m = vm_machine(dir.path(), Some(BACKING_NS));
+    let oh = |extra: &[&str]| {
+        let mut a = vec![
             "optimal-high",
             "--workload",
             "lmbench-af-unix",
-            "--run-seconds",
-            "1",
-        ],
-        dir.path(),
-    );
-    assert_ne!(code, 0);
+            "--machine",
+            &m,
+        ];
+        a.extend(extra);
+        json(&a)
+    };
+    let steady = oh(&[]);
+    let run = oh(&["--run-seconds", "1"]);
+    let last = |j: &serde_json::Value| {
+        j["curve"].as_array().unwrap().last().unwrap()["relative"]
+            .as_f64()
+            .unwrap()
+    };
     assert!(
-        err.contains("--run-seconds") && err.contains("predict"),
-        "{err}"
+        last(&run) < 0.9 * last(&steady),
+        "{} {}",
+        last(&run),
+        last(&steady)
+    );
+    let best = |j: &serde_json::Value| j["optimal_high_pages"].as_f64().unwrap();
+    assert!(
+        best(&run) <= best(&steady),
+        "{} {}",
+        best(&run),
+        best(&steady)
     );
 }
 

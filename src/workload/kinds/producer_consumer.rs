@@ -327,9 +327,58 @@ pub struct PairsModel {
     pub capped_from: Option<u32>,
 }
 
+/// The run `k` asks for ([`crate::workload::RUN_SECONDS`], [`crate::workload::RUN_START_PAGES`]):
+/// from the given pages, or from what the kernel's default setting holds (where `measure pcp`
+/// leaves the lists between points), with the machine's backing cost per page.
+fn run_spec(
+    model: &crate::model::netperf::NetperfModel,
+    values: &[f64],
+    kernel_high: u32,
+    machine: &Machine,
+    k: &Knobs,
+) -> Result<Option<crate::model::fill::RunSpec>> {
+    let (seconds, start) = (
+        k.extra(crate::workload::RUN_SECONDS),
+        k.extra(crate::workload::RUN_START_PAGES),
+    );
+    let Some(seconds) = seconds else {
+        return match start {
+            Some(_) => Err(Error::Unsupported(
+                "--run-start-pages: give --run-seconds too (the start of which run?)".into(),
+            )),
+            None => Ok(None),
+        };
+    };
+    crate::bounds::RUN_SECONDS
+        .check_flag("--run-seconds", seconds)
+        .map_err(Error::Unsupported)?;
+    let start_pages = match start {
+        Some(s) => {
+            crate::bounds::RUN_START_PAGES
+                .check_flag("--run-start-pages", s)
+                .map_err(Error::Unsupported)?;
+            s
+        }
+        None => model
+            .estimate_default(values, kernel_high)?
+            .dynamics
+            .pages_held(),
+    };
+    Ok(Some(crate::model::fill::RunSpec {
+        seconds,
+        start_pages,
+        backing_ns_per_page: machine
+            .memory
+            .backing_ns_per_page
+            .as_ref()
+            .map_or(0.0, |b| b.value),
+    }))
+}
+
 /// Builds the pairs' model for workload `w` on `machine` with knobs `k`: the order,
 /// `consumer_allocs_per_free`, placement, `--batch`/`--scale-max`/`--free-high`, the LLC shared
-/// by the pairs of one domain, and the fixed work (fitted, carried over or given; module docs).
+/// by the pairs of one domain, the fixed work (fitted, carried over or given; module docs), and
+/// a run of finite length where `k` asks for one.
 pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<PairsModel> {
     let kernel = k.kernel_or_default();
     let order = super::order(w, k);
@@ -382,9 +431,10 @@ pub fn pairs_model(w: &WorkloadSpec, machine: &Machine, k: &Knobs) -> Result<Pai
         receiver_share,
         frag_blocks: frag_blocks(w),
     };
-    let model = setup.model(machine)?;
+    let mut model = setup.model(machine)?;
     let high = kernel_high(machine, &model)?;
     let params = work_params(w, machine)?;
+    model.run = run_spec(&model, &params.values, high, machine, k)?;
     let flow = model.flow;
     let rebuild = move |m: &Machine| {
         let mut x = setup.model(m)?;
@@ -782,6 +832,7 @@ impl Kind for ProducerConsumer {
             "drain_pages": d.drain_pages,
             "refill_pages": d.refill_pages,
             "regime": d.regime,
+            "run": e.run,
             "free_site": { "cpu": site, "why": site_why },
             "parameters": wp,
             "kernel_default": default,
@@ -904,11 +955,38 @@ impl Kind for ProducerConsumer {
             // The consumer's list at a drain holds the drained blocks' age in pages; the
             // producer's holds half a refill on average: what the pair keeps off the buddy
             // allocator at the steady state, per pair.
-            (
-                "pcp_pages_held".to_string(),
-                d.drain_age.mean_pages() + 0.5 * d.refill_pages,
-            ),
+            ("pcp_pages_held".to_string(), d.pages_held()),
         ];
+        if let (Some(f), Some(r)) = (e.run, model.run) {
+            outputs.extend([
+                ("run_seconds".to_string(), r.seconds),
+                ("run_start_pages".to_string(), r.start_pages),
+                ("run_fill_pages".to_string(), f.fill_pages),
+                ("run_backing_share".to_string(), f.backing_share),
+                (
+                    "steady_ns_per_op".to_string(),
+                    f.steady_ns_per_page * slow / share,
+                ),
+            ]);
+            notes.push(if machine.memory.backing_ns_per_page.is_none() {
+                format!(
+                    "a {} s run from {:.0} pages on the lists: machine {} has no memory.backing_ns_per_page (bare metal, or not measured: `measure backing`), so growing the lists by {:.0} pages costs nothing beyond the steady state",
+                    r.seconds, r.start_pages, machine.name, f.fill_pages
+                )
+            } else {
+                format!(
+                    "a {} s run from {:.0} pages on the lists: they grow by {:.0} pages, each {:.0} ns more where the host dropped it (memory.backing_ns_per_page); {:.1} % of the run goes to that{}, {:.0} ns per page against {:.0} at the steady state (the terms above are the steady state's)",
+                    r.seconds,
+                    r.start_pages,
+                    f.fill_pages,
+                    r.backing_ns_per_page,
+                    100.0 * f.backing_share,
+                    if f.filled { "" } else { " and the lists are still growing when it ends" },
+                    f.run_ns_per_page,
+                    f.steady_ns_per_page
+                )
+            });
+        }
         // free_high on every kernel (0 where it does not fire, a predicted zero): the same
         // keys whatever the kernel.
         let f = &model.flow;
