@@ -17,9 +17,11 @@ of such a page faults in the host. When a per-CPU list grows (a larger pcp->high
 refilling after the vmstat decay drained it) it pulls its pages from the buddy allocator, and
 many of them are dropped ones: each costs this much more than a page the host still backs.
 
-The command populates an anonymous region in one call (MAP_POPULATE), first from memory that
-has been free for a while, then --again times in a row (the same pages, backed now): the first
-pass's cost less the later ones' median is the host's part. Run it when the VM has been quiet
+The command populates an anonymous region, first from memory that has been free for a while (in
+64 MiB chunks, timed one by one), then --again times in a row (the same pages, backed now): the
+first pass's cost less the later ones' median is the host's part. The chunks show how much free
+memory the host still backed (the first ones, as cheap as the later passes) and what a dropped
+page costs (the rest). Run it when the VM has been quiet
 for a minute, so that the reporting has caught up. No root needed; nothing is changed.
 
 --output writes --machine with memory.backing_ns_per_page set: `predict --run-seconds` and
@@ -74,7 +76,8 @@ pub fn run(args: BackingArgs, format: Format) -> anyhow::Result<ExitCode> {
     let mut sorted = r.again_ns_per_page.clone();
     sorted.sort_by(f64::total_cmp);
     let mut t = Table::new(["pass", "ns per 4 KiB page"]).titled(format!(
-        "Populating {mib} MiB of anonymous memory (allocate, zero, map; MAP_POPULATE)"
+        "Populating {mib} MiB of anonymous memory (allocate, zero, map; the first pass by MADV_POPULATE_WRITE in {} MiB chunks, the others by MAP_POPULATE)",
+        pcpmodel::measure::backing::CHUNK_MIB
     ));
     t.push([
         "first (memory free for a while)".to_string(),
@@ -87,6 +90,19 @@ pub fn run(args: BackingArgs, format: Format) -> anyhow::Result<ExitCode> {
         "host's part: first - median(again)".to_string(),
         sig(r.backing_ns_per_page, 4),
     ]);
+    if !r.fresh_chunks_ns_per_page.is_empty() {
+        t.push([
+            format!(
+                "first pass, its first {} MiB (memory the host still backed)",
+                r.backed_head_mib
+            ),
+            "<= 1.5 x again".to_string(),
+        ]);
+        t.push([
+            "a page the host dropped: the chunks after them - median(again)".to_string(),
+            r.dropped_ns_per_page.map_or("-".into(), |x| sig(x, 4)),
+        ]);
+    }
     let mut notes = vec![match (r.reporting_order, r.reported_mib_before) {
         (Some(o), Some(mib_rep)) => format!(
             "Free page reporting is on (page_reporting_order {o}: blocks of {} MiB and up); {} MiB reported to the host since boot. A page a growing list pulls from the buddy allocator costs up to {} ns more where the host dropped it.",
@@ -100,6 +116,14 @@ pub fn run(args: BackingArgs, format: Format) -> anyhow::Result<ExitCode> {
         ),
         _ => "No free page reporting here (/sys/module/page_reporting is absent): the host drops no free guest memory, so after the first touch since boot a list's pages cost nothing extra; the difference above is the spread of the passes.".to_string(),
     }];
+    if !r.fresh_chunks_ns_per_page.is_empty() {
+        notes.push(format!(
+            "The first pass in {} MiB chunks: the first {} MiB came from free memory the host still backed (the guest keeps recently freed memory unreported for a while); the average above mixes them with the dropped pages{}. The machine file takes the average: a list's fill draws on both.",
+            pcpmodel::measure::backing::CHUNK_MIB,
+            r.backed_head_mib,
+            r.dropped_ns_per_page.map_or(String::new(), |x| format!(", which cost {} ns more each", sig(x, 3)))
+        ));
+    }
     if let (Some(m), Some(path)) = (&machine, &args.output) {
         let mut m = m.clone();
         let source = format!(
