@@ -74,23 +74,7 @@ pub const CHUNK_MIB: u64 = 64;
 fn populate_chunks(mib: u64) -> Result<Option<Vec<f64>>> {
     let len = usize::try_from(mib << 20)
         .map_err(|_| Error::Unsupported(format!("{mib} MiB does not fit this address space")))?;
-    // SAFETY: a fresh private anonymous mapping, unmapped below and never read through.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(Error::Unsupported(format!(
-            "mmap of {mib} MiB: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
+    let p = super::map_anonymous(len, libc::MAP_PRIVATE, "measure backing")?;
     let chunk = (CHUNK_MIB << 20) as usize;
     let mut out = Vec::new();
     let mut off = 0usize;
@@ -118,23 +102,11 @@ fn populate(mib: u64) -> Result<f64> {
     let len = usize::try_from(mib << 20)
         .map_err(|_| Error::Unsupported(format!("{mib} MiB does not fit this address space")))?;
     let t = Instant::now();
-    // SAFETY: a fresh private anonymous mapping, unmapped below and never read through.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(Error::Unsupported(format!(
-            "mmap of {mib} MiB: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
+    let p = super::map_anonymous(
+        len,
+        libc::MAP_PRIVATE | libc::MAP_POPULATE,
+        "measure backing",
+    )?;
     let dt = t.elapsed().as_secs_f64();
     // SAFETY: `p` is the mapping of `len` bytes made above.
     unsafe { libc::munmap(p, len) };

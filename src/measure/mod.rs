@@ -82,6 +82,35 @@ impl Spread {
     }
 }
 
+/// A fresh read-write anonymous mapping of `len` bytes at an address the kernel picks, with
+/// `flags` added to `MAP_ANONYMOUS` (`MAP_PRIVATE` or `MAP_SHARED`, `MAP_POPULATE`...); the
+/// caller unmaps it. `what` names it in the error.
+pub(crate) fn map_anonymous(
+    len: usize,
+    flags: libc::c_int,
+    what: &str,
+) -> crate::error::Result<*mut libc::c_void> {
+    // SAFETY: a new mapping that overlaps nothing (no MAP_FIXED); checked for MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_ANONYMOUS | flags,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(crate::error::Error::Unsupported(format!(
+            "{what}: mmap of {} MiB failed: {}",
+            len >> 20,
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(p)
+}
+
 /// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
 pub fn today_utc() -> String {
     let secs = std::time::SystemTime::now()

@@ -240,23 +240,11 @@ fn page_fault(tasks: u32, ncpus: u32, secs: f64) -> Result<f64> {
     const REGION: usize = 16 << 20;
     let tasks = tasks.max(1) as usize;
     // One shared page of counters, written by the children.
-    // SAFETY: a fresh shared anonymous mapping, checked for failure.
-    let counters = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096.max(tasks * 8),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if counters == libc::MAP_FAILED {
-        return Err(Error::Unsupported(format!(
-            "page-fault: mmap of the counters failed: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
+    let counters = super::map_anonymous(
+        4096.max(tasks * 8),
+        libc::MAP_SHARED,
+        "page-fault: the counters",
+    )?;
     let counters = counters as *mut u64;
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(secs);

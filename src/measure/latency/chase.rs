@@ -32,24 +32,7 @@ impl Buffer {
     fn new(len: usize, huge: bool, node: Option<u32>) -> Result<Buffer> {
         let len = len.div_ceil(HUGE) * HUGE;
         let map_len = len + HUGE;
-        // SAFETY: a fresh private anonymous mapping; checked for MAP_FAILED.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(Error::Unsupported(format!(
-                "mmap of {} MiB failed: {}",
-                map_len >> 20,
-                std::io::Error::last_os_error()
-            )));
-        }
+        let map = crate::measure::map_anonymous(map_len, libc::MAP_PRIVATE, "pointer chase")?;
         let addr = map as usize;
         let ptr = (addr.div_ceil(HUGE) * HUGE) as *mut u8;
         let buf = Buffer {
