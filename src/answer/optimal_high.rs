@@ -316,7 +316,6 @@ pub fn optimal_high(
             "optimal-high sweeps pcp->high: --high cannot be set".to_string(),
         ));
     }
-
     knobs.check()?;
     knobs.check_read_by(workload.kind.as_ref(), workload.name())?;
     let reuse = workload.kind.reuse_model(&workload.spec, machine, knobs)?;

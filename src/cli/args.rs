@@ -370,7 +370,7 @@ pub mod ranges {
         "KiB",
         "tracefs needs a few pages per CPU; 4 GiB per CPU exhausts most machines' memory",
     );
-    /// A CPU number (`--cpus`).
+    /// `measure backing --mib`.
     pub const BACKING_MIB: Range = Range::int(
         "a region",
         1.0,
@@ -378,6 +378,7 @@ pub mod ranges {
         "MiB",
         "the region is populated several times in a row; a TiB is more than any host here",
     );
+    /// A CPU number (`--cpus`).
     pub const CPU_ID: Range = Range::int(
         "a CPU number",
         0.0,

@@ -163,8 +163,7 @@ pub fn run(args: Args, format: Format) -> anyhow::Result<ExitCode> {
         .next()
         .is_some_and(|l| l.starts_with('#') && l.contains("free page reporting on"))
     {
-        let priced = machine.memory.backing_ns_per_page.is_some()
-            && c.notes.iter().any(|n| n.starts_with("each row a run of"));
+        let priced = machine.memory.backing_ns_per_page.is_some() && c.run_seconds.is_some();
         c.notes.push(if priced {
             format!(
                 "{label} was measured on a VM with free page reporting: the pages each run's lists grow by are priced at the host's backing (above); the steady state's pages are taken as backed"

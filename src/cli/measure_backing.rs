@@ -92,14 +92,8 @@ pub fn run(args: BackingArgs, format: Format) -> anyhow::Result<ExitCode> {
     ]);
     if !r.fresh_chunks_ns_per_page.is_empty() {
         t.push([
-            format!(
-                "first pass, its first {} MiB (memory the host still backed)",
-                r.backed_head_mib
-            ),
-            "<= 1.5 x again".to_string(),
-        ]);
-        t.push([
-            "a page the host dropped: the chunks after them - median(again)".to_string(),
+            "a page the host dropped: first-pass chunks after the backed ones - median(again)"
+                .to_string(),
             r.dropped_ns_per_page.map_or("-".into(), |x| sig(x, 4)),
         ]);
     }

@@ -105,6 +105,9 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// RMS relative error of the fit, percent.
     pub fit_rms_pct: Option<f64>,
+    /// The run each row was priced as, s (the flag or the sweep's `run_seconds` column); None:
+    /// the steady state.
+    pub run_seconds: Option<f64>,
 }
 
 fn geo_mean(v: &[f64]) -> f64 {
@@ -478,6 +481,7 @@ pub fn compare_sweep(
         fit_converged,
         notes,
         fit_rms_pct,
+        run_seconds: run_s,
     })
 }
 
@@ -555,13 +559,17 @@ fn run_fill_rows(
         })
     };
     let n = xs.len();
+    // Each row's steady lists, once: the next row's run starts from them.
+    let starts: Vec<f64> = match start {
+        Some(s) => vec![s; n],
+        None => {
+            let held: Vec<f64> = xs.iter().map(|x| held(x[0])).collect::<Result<_>>()?;
+            (0..n).map(|i| held[(i + n - 1) % n]).collect()
+        }
+    };
     let mut worst = (0.0f64, 0.0f64);
-    for i in 0..n {
-        let h = xs[i][0];
-        let s = match start {
-            Some(s) => s,
-            None => held(xs[(i + n - 1) % n][0])?,
-        };
+    for (i, (x, &s)) in xs.iter().zip(&starts).enumerate() {
+        let h = x[0];
         let k = at(h)
             .with_extra(RUN_SECONDS, run_s)
             .with_extra(RUN_START_PAGES, s);

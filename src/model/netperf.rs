@@ -218,16 +218,16 @@ impl NetperfModel {
             f.free_high_share = t.share;
             f.free_high_pages_per_event = t.pages_per_event;
         }
-        self.priced(predict(
+        Ok(self.priced(predict(
             &self.hierarchy,
             &f,
             &NetperfParams::from_slice(params),
-        )?)
+        )?))
     }
 
     /// `e` as a run of [`NetperfModel::run`], where one is set: the lists grow from the run's
     /// start to `e`'s steady size, each page at the host's backing cost.
-    fn priced(&self, mut e: NetperfEstimate) -> Result<NetperfEstimate> {
+    fn priced(&self, mut e: NetperfEstimate) -> NetperfEstimate {
         if let Some(r) = self.run {
             let f = crate::model::fill::run_fill(
                 e.ns_per_op,
@@ -241,7 +241,7 @@ impl NetperfModel {
             e.score *= k;
             e.run = Some(f);
         }
-        Ok(e)
+        e
     }
 
     /// Predicts the kernel's default setting: the list at `kernel_high` (the fixed high, or the
@@ -250,11 +250,11 @@ impl NetperfModel {
     pub fn estimate_default(&self, params: &[f64], kernel_high: u32) -> Result<NetperfEstimate> {
         let mut f = self.flow;
         f.high_pages = kernel_high;
-        self.priced(predict(
+        Ok(self.priced(predict(
             &self.hierarchy,
             &f,
             &NetperfParams::from_slice(params),
-        )?)
+        )?))
     }
 }
 

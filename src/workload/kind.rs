@@ -141,8 +141,6 @@ impl Knobs {
         let unread: Vec<String> = self
             .set_flags()
             .into_iter()
-            // A run's length and start: read by `Workload::predict` for every kind.
-            .filter(|f| f != "run-seconds" && f != "run-start-pages")
             .filter(|f| !read.contains(&f.as_str()) && !params.contains(f))
             .map(|f| format!("--{f}"))
             .collect();

@@ -104,7 +104,7 @@ impl Workload {
         knobs: &super::kind::Knobs,
     ) -> Result<super::kind::Predicted> {
         let run = knobs.extra(RUN_SECONDS).is_some() || knobs.extra(RUN_START_PAGES).is_some();
-        if run && !self.kind.has_reuse_path() {
+        if run && !self.kind.knobs().contains(&"run-seconds") {
             return Err(Error::Unsupported(format!(
                 "--run-seconds: workload {} (kind {}) does not report the pages its lists hold, so a run's fill has no size here",
                 self.spec.name,

@@ -135,6 +135,8 @@ const KNOBS: &[&str] = &[
     "batch",
     "scale-max",
     "skb-defer-max",
+    "run-seconds",
+    "run-start-pages",
 ];
 
 /// The pairs' model on `machine`: thread 004's flow with the workload's order and consumer
@@ -952,9 +954,6 @@ impl Kind for ProducerConsumer {
             ("queue_slowdown".to_string(), slow),
             ("zone_lock_utilisation".to_string(), q.utilisation),
             ("reuse_distance_pages".to_string(), d.reuse.mean_pages()),
-            // The consumer's list at a drain holds the drained blocks' age in pages; the
-            // producer's holds half a refill on average: what the pair keeps off the buddy
-            // allocator at the steady state, per pair.
             ("pcp_pages_held".to_string(), d.pages_held()),
         ];
         if let (Some(f), Some(r)) = (e.run, model.run) {
